@@ -1,0 +1,51 @@
+//go:build linux
+
+package runner
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentexec/agentexec/internal/proctest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	proctest.RunHelpers(map[string]proctest.Helper{
+		"write":      helperWrite,
+		"ignoreterm": helperIgnoreTerm,
+	})
+	goleak.VerifyTestMain(m)
+}
+
+// pattern returns the byte at offset i of the helper's output: printable,
+// with a period (89) that no power-of-two cut lines up with.
+func pattern(i int64) byte { return byte('!' + i%89) }
+
+// helperWrite writes args[0] bytes of pattern to stdout in 1 MiB writes.
+func helperWrite(args []string) int {
+	n, _ := strconv.ParseInt(args[0], 10, 64)
+	buf := make([]byte, 1<<20+89)
+	for i := range buf {
+		buf[i] = pattern(int64(i))
+	}
+	for off := int64(0); off < n; {
+		k := min(int64(1<<20), n-off)
+		phase := off % 89
+		if _, err := os.Stdout.Write(buf[phase : phase+k]); err != nil {
+			return 1
+		}
+		off += k
+	}
+	return 0
+}
+
+// helperIgnoreTerm ignores SIGTERM, says it is ready, and sleeps.
+func helperIgnoreTerm([]string) int {
+	ignoreTerm()
+	os.Stdout.WriteString("ready\n")
+	time.Sleep(time.Hour)
+	return 0
+}

@@ -1,0 +1,129 @@
+//go:build unix
+
+package runner
+
+import (
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// devNull is opened once and shared by every run whose stdin is empty.
+var devNull = sync.OnceValues(func() (int, error) {
+	return unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+})
+
+// pipes are a run's standard streams. The child's ends are raw descriptors
+// (never registered with the runtime poller, which costs syscalls); the
+// parent's read ends are non-blocking *os.File values so that reads can
+// have deadlines.
+type pipes struct {
+	childIn, childOut, childErr int
+	ownChildIn                  bool
+	stdin                       *os.File // nil when stdin is /dev/null
+	stdout, stderr              *os.File
+}
+
+func openPipes(withStdin bool) (*pipes, error) {
+	p := &pipes{childIn: -1, childOut: -1, childErr: -1}
+	fail := func(err error) (*pipes, error) {
+		p.closeChildEnds()
+		p.closeParentEnds()
+		return nil, err
+	}
+	if withStdin {
+		var fds [2]int
+		if err := newPipe(&fds); err != nil {
+			return fail(err)
+		}
+		p.childIn, p.ownChildIn = fds[0], true
+		unix.SetNonblock(fds[1], true)
+		p.stdin = os.NewFile(uintptr(fds[1]), "|stdin")
+	} else {
+		fd, err := devNull()
+		if err != nil {
+			return fail(err)
+		}
+		p.childIn = fd
+	}
+	for _, s := range []struct {
+		child  *int
+		parent **os.File
+		name   string
+	}{{&p.childOut, &p.stdout, "|stdout"}, {&p.childErr, &p.stderr, "|stderr"}} {
+		var fds [2]int
+		if err := newPipe(&fds); err != nil {
+			return fail(err)
+		}
+		*s.child = fds[1]
+		growPipe(fds[1])
+		unix.SetNonblock(fds[0], true)
+		*s.parent = os.NewFile(uintptr(fds[0]), s.name)
+	}
+	return p, nil
+}
+
+// closeChildEnds closes the descriptors the child inherited.
+func (p *pipes) closeChildEnds() {
+	if p.ownChildIn && p.childIn >= 0 {
+		unix.Close(p.childIn)
+	}
+	for _, fd := range []int{p.childOut, p.childErr} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+	p.childIn, p.childOut, p.childErr = -1, -1, -1
+}
+
+// closeParentEnds closes the parent's ends.
+func (p *pipes) closeParentEnds() {
+	for _, f := range []*os.File{p.stdin, p.stdout, p.stderr} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// child is a started main process.
+type child struct{ pid int }
+
+// startProcess starts p in a new session with the pipes as its stdin,
+// stdout and stderr.
+func startProcess(p *plan, env []string, io *pipes) (*child, error) {
+	prepareHost()
+	pid, err := syscall.ForkExec(p.path, p.argv, &syscall.ProcAttr{
+		Dir:   p.dir,
+		Env:   env,
+		Files: []uintptr{uintptr(io.childIn), uintptr(io.childOut), uintptr(io.childErr)},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &child{pid: pid}, nil
+}
+
+// wait waits for the main process (and only it) to exit and reaps it.
+func (c *child) wait() *exitStatus {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(c.pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if ws.Signaled() {
+		return &exitStatus{code: -1, signal: int(ws.Signal())}
+	}
+	return &exitStatus{code: ws.ExitStatus()}
+}
+
+// signalGroup sends sig to every process in group pgid.
+func signalGroup(pgid int, sig syscall.Signal) { syscall.Kill(-pgid, sig) }
+
+// groupExists reports whether any process, zombies included, is in group
+// pgid.
+func groupExists(pgid int) bool { return syscall.Kill(-pgid, 0) != syscall.ESRCH }

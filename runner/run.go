@@ -1,0 +1,212 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/agentexec/agentexec/capture"
+)
+
+// readSize is the size of each read from an output pipe.
+const readSize = 128 << 10
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readSize); return &b }}
+
+var runSeq atomic.Uint64
+
+// output collects both streams and their combination under one lock, so the
+// combined stream keeps arrival order and OnOutput calls never overlap.
+type output struct {
+	mu       sync.Mutex
+	stdout   *capture.Buffer
+	stderr   *capture.Buffer
+	combined *capture.Buffer
+	onOutput func(Stream, []byte)
+}
+
+func (o *output) write(s Stream, p []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if s == Stdout {
+		o.stdout.Write(p)
+	} else {
+		o.stderr.Write(p)
+	}
+	o.combined.Write(p)
+	if o.onOutput != nil {
+		o.onOutput(s, p)
+	}
+}
+
+// drain reads r until EOF, an error or its read deadline, into o.
+func (o *output) drain(r *os.File, s Stream) {
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	buf := *bp
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			o.write(s, buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Run starts the command spec describes, waits for its main process to
+// exit, ends whatever it left running (unless spec.KeepLeftovers), and
+// returns what happened. Timeout and ctx cancellation end the whole process
+// tree: SIGTERM, then SIGKILL after the grace period.
+//
+// The error is a *StartError when the command could not be started (and
+// then nothing ran), or ctx.Err() if ctx was done before the start. Once the
+// command started, Run always returns a Result and a nil error; an exit code
+// other than zero is part of the Result.
+func Run(ctx context.Context, spec Spec) (*Result, error) {
+	p, err := prepare(&spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := &output{onOutput: spec.OnOutput}
+	out.stdout, _ = capture.New(spec.Stdout) // limits were validated by prepare
+	out.stderr, _ = capture.New(spec.Stderr)
+	out.combined, _ = capture.New(spec.Combined)
+
+	pipes, err := openPipes(spec.Stdin != nil)
+	if err != nil {
+		return nil, &StartError{Kind: ErrUnsupported, Program: p.argv[0], Detail: "cannot create pipes", Err: err}
+	}
+	marker := MarkerVar + "=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(runSeq.Add(1), 10)
+	env := append(p.env[:len(p.env):len(p.env)], marker)
+
+	c, err := startProcess(p, env, pipes)
+	pipes.closeChildEnds()
+	if err != nil {
+		pipes.closeParentEnds()
+		return nil, startError(p, err)
+	}
+	start := time.Now()
+	registerLeader(c.pid)
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); out.drain(pipes.stdout, Stdout) }()
+	go func() { defer wg.Done(); out.drain(pipes.stderr, Stderr) }()
+	if pipes.stdin != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pipes.stdin.Write(spec.Stdin) // EPIPE when the command does not read: fine
+			pipes.stdin.Close()
+		}()
+	}
+	waitCh := make(chan *exitStatus, 1)
+	go func() {
+		st := c.wait()
+		unregisterLeader(c.pid)
+		waitCh <- st
+	}()
+
+	var timeout <-chan time.Time
+	if p.timeout > 0 {
+		t := time.NewTimer(p.timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	t := newTree(c.pid, marker)
+	res := &Result{Pid: c.pid, Start: start}
+	var st *exitStatus
+	select {
+	case st = <-waitCh:
+	case <-timeout:
+		res.Outcome = TimedOut
+	case <-ctx.Done():
+		res.Outcome = Cancelled
+	}
+	if st == nil {
+		select {
+		case st = <-waitCh: // it exited just as the timer fired: not a timeout
+			res.Outcome = 0
+		default:
+			st = t.end(p.grace, waitCh, nil)
+		}
+	}
+	res.Duration = time.Since(start)
+	setStatus(res, st)
+	if res.Outcome == 0 {
+		res.Outcome = Exited
+		if res.Signal != 0 {
+			res.Outcome = Signaled
+		}
+	}
+	if spec.KeepLeftovers && (res.Outcome == Exited || res.Outcome == Signaled) {
+		res.LeftoversKept = t.keep()
+	} else {
+		t.end(p.grace, nil, st)
+	}
+	res.LeftoversKilled = t.killed()
+
+	if pipes.stdin != nil {
+		pipes.stdin.Close() // unblocks a writer whose reader outlived the command
+	}
+	deadline := time.Now().Add(p.drain)
+	pipes.stdout.SetReadDeadline(deadline)
+	pipes.stderr.SetReadDeadline(deadline)
+	wg.Wait()
+	pipes.stdout.Close()
+	pipes.stderr.Close()
+
+	res.Stdout = out.stdout.Snapshot()
+	res.Stderr = out.stderr.Snapshot()
+	res.Combined = out.combined.Snapshot()
+	return res, nil
+}
+
+// exitStatus is how the main process ended.
+type exitStatus struct {
+	code   int // -1 when killed by a signal
+	signal int
+}
+
+// setStatus copies the main process's exit status into res.
+func setStatus(res *Result, st *exitStatus) {
+	res.ExitCode, res.Signal = st.code, st.signal
+}
+
+// startError turns an error from starting the process into a StartError,
+// looking at the program again to say precisely what was wrong with it.
+func startError(p *plan, err error) error {
+	if _, cerr := checkExecutable(p.argv[0], p.path); cerr != nil {
+		return cerr
+	}
+	kind := ErrUnsupported
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		switch errno {
+		case syscall.EACCES, syscall.EPERM:
+			kind = ErrPermission
+		case syscall.ENOEXEC, syscall.EISDIR:
+			kind = ErrNotExecutable
+		case syscall.ENOENT:
+			kind = ErrNotFound
+			if p.dir != "" {
+				if _, derr := os.Stat(p.dir); derr != nil {
+					kind = ErrBadDir
+				}
+			}
+		case syscall.ENOTDIR:
+			kind = ErrBadDir
+		}
+	}
+	return &StartError{Kind: kind, Program: p.argv[0], Dir: p.dir, Err: err}
+}

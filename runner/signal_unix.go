@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package runner
+
+import "syscall"
+
+func signalProcess(pid int, sig syscall.Signal) { syscall.Kill(pid, sig) }

@@ -1,0 +1,154 @@
+// Package runner runs one process tree from a Spec and returns a Result.
+//
+// Every command runs in a new session (and so a new process group, with no
+// controlling terminal), with the exact environment the caller gives, stdin
+// at /dev/null unless bytes are given, and its stdout and stderr captured in
+// bounded memory (package capture). Run returns as soon as the main process
+// has exited, even when something it started still holds its output pipes;
+// by default everything else the command started is then ended, including
+// processes that left the session with setsid (found because the host makes
+// itself a child subreaper on Linux). Timeout and cancellation send SIGTERM
+// to the whole tree, wait a grace period and then send SIGKILL.
+//
+// Run is safe to call from many goroutines at once.
+package runner
+
+import (
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentexec/agentexec/capture"
+)
+
+// Stream names one of a command's output streams.
+type Stream uint8
+
+const (
+	// Stdout is the command's standard output.
+	Stdout Stream = iota + 1
+	// Stderr is the command's standard error.
+	Stderr
+)
+
+// String returns "stdout" or "stderr".
+func (s Stream) String() string {
+	if s == Stderr {
+		return "stderr"
+	}
+	return "stdout"
+}
+
+// Defaults used when a Spec leaves a field zero.
+const (
+	// DefaultGrace is the time between SIGTERM and SIGKILL.
+	DefaultGrace = 2 * time.Second
+	// DefaultPath is the search path used for an argv program when the
+	// child's environment has no PATH.
+	DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+	// DefaultDrain bounds how long Run keeps reading output after the main
+	// process exited and its leftovers were dealt with. It only matters when
+	// something that outlived the command still holds the output pipes.
+	DefaultDrain = 100 * time.Millisecond
+)
+
+// MarkerVar is the environment variable Run adds to every child's
+// environment (value: a token unique to the run). It lets Run recognise the
+// command's processes that escaped its session, so it can end them too. It
+// carries no secret.
+const MarkerVar = "AGENTEXEC_RUN"
+
+// Spec describes one command. Exactly one of Command and Argv is set.
+// The zero value of every other field is a safe default.
+type Spec struct {
+	// Command is a shell command line, run as Shell -c Command.
+	Command string
+	// Shell is the shell for Command: a name looked up in the host's PATH
+	// or a path. Empty means bash, or sh where bash is missing.
+	Shell string
+	// Argv is a program and its arguments, run without a shell: nothing is
+	// expanded and ";", "$" or "*" reach the program literally. A program
+	// name without a slash is looked up in the PATH of Env (DefaultPath if
+	// Env has none).
+	Argv []string
+
+	// Dir is the working directory; empty means the host's current one.
+	Dir string
+	// Env is the child's exact environment ("KEY=value" entries), plus
+	// MarkerVar. Nil means SafeEnv(); an empty non-nil slice means nothing.
+	// Nothing is inherited from the host unless it is in Env.
+	Env []string
+	// Stdin is given to the command on its standard input, which is then
+	// closed. Nil means /dev/null.
+	Stdin []byte
+
+	// Timeout ends the command (SIGTERM, Grace, SIGKILL) after this long.
+	// Zero means no timeout.
+	Timeout time.Duration
+	// Grace is the time between SIGTERM and SIGKILL. Zero means
+	// DefaultGrace; a negative value sends SIGKILL at once.
+	Grace time.Duration
+	// Drain bounds reading output after the main process exited; zero
+	// means DefaultDrain.
+	Drain time.Duration
+
+	// Stdout, Stderr and Combined bound what is kept of each stream and of
+	// both in arrival order. Zero values keep the first capture.DefaultMax
+	// bytes.
+	Stdout, Stderr, Combined capture.Limit
+
+	// KeepLeftovers leaves running whatever the command started that is
+	// still running when the main process exits; they are counted in
+	// Result.LeftoversKept. Output they write after Run returns is lost.
+	KeepLeftovers bool
+
+	// OnOutput, if set, is called with each chunk of output as it arrives,
+	// in arrival order, one call at a time. p is only valid during the call;
+	// OnOutput must not block for long, since the command's output waits.
+	OnOutput func(s Stream, p []byte)
+}
+
+// nonInteractive are set by SafeEnv so that tools fail fast instead of
+// waiting for a person at a prompt or pager.
+var nonInteractive = []string{
+	"GIT_TERMINAL_PROMPT=0",
+	"GIT_EDITOR=true",
+	"GIT_SEQUENCE_EDITOR=true",
+	"EDITOR=true",
+	"VISUAL=true",
+	"PAGER=cat",
+	"GIT_PAGER=cat",
+	"DEBIAN_FRONTEND=noninteractive",
+	"CI=1",
+}
+
+// safeNames are host variables SafeEnv passes through: none holds a secret.
+var safeNames = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "USER", "LOGNAME", "TERM", "SHELL", "TZ", "TMPDIR"}
+
+// SafeEnv returns the environment used when Spec.Env is nil: the host's
+// values of a fixed list of harmless variables (PATH, HOME, LANG, LC_ALL,
+// LC_CTYPE, USER, LOGNAME, TERM, SHELL, TZ, TMPDIR; PATH defaults to
+// DefaultPath) plus settings that keep tools non-interactive
+// (GIT_TERMINAL_PROMPT=0, EDITOR=true, PAGER=cat, CI=1, ...). Secrets in the
+// host's environment never appear in it.
+func SafeEnv() []string {
+	env := make([]string, 0, len(safeNames)+len(nonInteractive))
+	for _, k := range safeNames {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		} else if k == "PATH" {
+			env = append(env, "PATH="+DefaultPath)
+		}
+	}
+	return append(env, nonInteractive...)
+}
+
+// lookupEnv returns the value of key in env (last one wins, as in exec).
+func lookupEnv(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
