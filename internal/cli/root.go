@@ -19,7 +19,7 @@ const (
 	ExitFailed        = 125 // agentexec itself failed (bad flags, bad input)
 	ExitCannotInvoke  = 126 // the program exists but cannot be run
 	ExitNotFound      = 127 // the program does not exist
-	exitSignalBaseLow = 128 // 128+N: killed by signal N
+	exitSignalBase = 128 // 128+N: killed by signal N
 )
 
 // exitError carries the process exit code out of a command. A zero message

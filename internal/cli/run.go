@@ -181,7 +181,7 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	if res.Cancelled() {
 		sigMu.Lock()
 		if s, ok := gotSignal.(syscall.Signal); ok {
-			code = exitSignalBaseLow + int(s)
+			code = exitSignalBase + int(s)
 		}
 		sigMu.Unlock()
 	}
@@ -211,9 +211,9 @@ func exitCode(res *runner.Result) int {
 	case runner.TimedOut:
 		return ExitTimedOut
 	case runner.Signaled:
-		return exitSignalBaseLow + res.Signal
+		return exitSignalBase + res.Signal
 	case runner.Cancelled:
-		return exitSignalBaseLow + int(syscall.SIGTERM)
+		return exitSignalBase + int(syscall.SIGTERM)
 	}
 	return res.ExitCode
 }
