@@ -15,11 +15,11 @@ import (
 
 // Exit codes agentexec uses for its own failures, as coreutils timeout does.
 const (
-	ExitTimedOut      = 124 // the command timed out
-	ExitFailed        = 125 // agentexec itself failed (bad flags, bad input)
-	ExitCannotInvoke  = 126 // the program exists but cannot be run
-	ExitNotFound      = 127 // the program does not exist
-	exitSignalBase = 128 // 128+N: killed by signal N
+	ExitTimedOut     = 124 // the command timed out
+	ExitFailed       = 125 // agentexec itself failed (bad flags, bad input)
+	ExitCannotInvoke = 126 // the program exists but cannot be run
+	ExitNotFound     = 127 // the program does not exist
+	exitSignalBase   = 128 // 128+N: killed by signal N
 )
 
 // exitError carries the process exit code out of a command. A zero message
