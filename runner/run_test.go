@@ -286,8 +286,11 @@ func TestTruncationAndCombined(t *testing.T) {
 	if string(res.Stderr.Head) != "er" || !res.Stderr.Truncated || res.Stderr.TotalBytes != 4 {
 		t.Errorf("stderr head %q", res.Stderr.Head)
 	}
-	if string(res.Combined.Tail) != "err\n" {
-		t.Errorf("combined tail %q", res.Combined.Tail)
+	// stdout and stderr are separate pipes read by separate goroutines, so
+	// the interleaving of writes made close together is not defined; only
+	// the totals and the kept size are.
+	if c := res.Combined; c.TotalBytes != 588895+4 || len(c.Tail) != 4 || !c.Truncated {
+		t.Errorf("combined: total %d tail %q truncated %v", c.TotalBytes, c.Tail, c.Truncated)
 	}
 	res = run(t, Spec{Command: "echo a; sleep 0.1; echo b >&2; sleep 0.1; echo c"})
 	if got := text(res.Combined); got != "a\nb\nc\n" {
