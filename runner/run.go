@@ -97,6 +97,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	start := time.Now()
 	registerLeader(c.pid)
+	if spec.OnStart != nil {
+		spec.OnStart(c.pid)
+	}
 
 	var wg sync.WaitGroup
 	wg.Add(2)

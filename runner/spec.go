@@ -102,6 +102,11 @@ type Spec struct {
 	// Result.LeftoversKept. Output they write after Run returns is lost.
 	KeepLeftovers bool
 
+	// OnStart, if set, is called once with the main process's id as soon
+	// as it has started, before any output is read. It must not block for
+	// long.
+	OnStart func(pid int)
+
 	// OnOutput, if set, is called with each chunk of output as it arrives,
 	// in arrival order, one call at a time. p is only valid during the call;
 	// OnOutput must not block for long, since the command's output waits.

@@ -5,6 +5,10 @@ import (
 	"os"
 
 	"github.com/agentexec/agentexec/internal/cli"
+	"github.com/agentexec/agentexec/jobs"
 )
 
-func main() { os.Exit(cli.Run()) }
+func main() {
+	jobs.Main() // a background job's supervisor: runs it and exits
+	os.Exit(cli.Run())
+}

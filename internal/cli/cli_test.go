@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = Main(context.Background(), args, &out, &errb)
+	code = Main(context.Background(), args, strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
 }
 

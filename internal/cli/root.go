@@ -32,9 +32,10 @@ type exitError struct {
 func (e *exitError) Error() string { return e.msg }
 
 // Main runs the CLI with args (without the program name) and returns the
-// process exit code. Output goes to stdout and stderr.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
+// process exit code. Input is read from stdin; output goes to stdout and
+// stderr.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot(stdin, stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -51,7 +52,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return ExitFailed
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentexec",
 		Short: "Run commands for AI agents without hangs, leaks, floods or wreckage",
@@ -68,11 +69,13 @@ in bounded memory.`,
 		return &exitError{code: ExitFailed, msg: err.Error() + " (see '" + c.CommandPath() + " --help')"}
 	})
 	root.AddCommand(newRunCmd(stdout, stderr))
+	root.AddCommand(newToolsCmd(stdout))
+	root.AddCommand(newCallCmd(stdin, stdout, stderr))
 	return root
 }
 
 // Run is Main for the real process: it uses os.Args, os.Stdout and
 // os.Stderr.
 func Run() int {
-	return Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	return Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -135,25 +133,8 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	// An interrupt or termination of agentexec cancels the command, which
 	// ends its whole tree.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	var gotSignal os.Signal
-	var sigMu sync.Mutex
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case s := <-sigs:
-			sigMu.Lock()
-			gotSignal = s
-			sigMu.Unlock()
-			cancel()
-		case <-done:
-		}
-	}()
+	ctx, gotSignal, stop := interruptible(ctx)
+	defer stop()
 
 	if !o.json {
 		spec.OnOutput = func(s runner.Stream, p []byte) {
@@ -179,11 +160,9 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	code := exitCode(res)
 	if res.Cancelled() {
-		sigMu.Lock()
-		if s, ok := gotSignal.(syscall.Signal); ok {
+		if s, ok := gotSignal().(syscall.Signal); ok {
 			code = exitSignalBase + int(s)
 		}
-		sigMu.Unlock()
 	}
 	if code != 0 {
 		return &exitError{code: code}

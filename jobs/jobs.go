@@ -1,0 +1,166 @@
+// Package jobs runs commands in the background: each job's output goes to a
+// file in a private state directory, and a small detached supervisor
+// process (this program re-executed in a hidden mode) watches it, appends a
+// completion line when it ends, and ends it when its lifetime is over. The
+// supervisor lives in its own session, so a job outlives the call, and the
+// process, that started it.
+//
+// A program that starts jobs must call Main first thing in main (and in
+// TestMain), so that its re-executed copy becomes the supervisor.
+package jobs
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// DefaultLifetime is how long a job may run before its supervisor ends it
+// (seed 001's background mode).
+const DefaultLifetime = 24 * time.Hour
+
+// Spec describes a job.
+type Spec struct {
+	// Command is run as Shell -c Command; Shell empty means bash (sh where
+	// bash is missing).
+	Command string
+	Shell   string
+	// Dir is the working directory; Env the exact environment (nil means
+	// the runner's safe environment).
+	Dir string
+	Env []string
+	// Lifetime ends the job (SIGTERM, Grace, SIGKILL to its tree) after
+	// this long; zero means DefaultLifetime.
+	Lifetime time.Duration
+	// Grace is the time between SIGTERM and SIGKILL; zero means the
+	// runner's default.
+	Grace time.Duration
+	// Tool and Conversation record who started the job.
+	Tool         string
+	Conversation string
+}
+
+// Job is a started job.
+type Job struct {
+	// ID names the job in its state directory.
+	ID string
+	// Pid is the command's process id, which is also its process group
+	// id: kill -9 -Pid ends it.
+	Pid int
+	// Dir is the job's private directory; OutputFile holds its stdout and
+	// stderr, then its completion line.
+	Dir        string
+	OutputFile string
+}
+
+// Info is a job's record (job.json in its directory), written by its
+// supervisor when the job starts and again when it ends.
+type Info struct {
+	ID            string    `json:"id"`
+	Pid           int       `json:"pid"`
+	SupervisorPid int       `json:"supervisor_pid"`
+	Command       string    `json:"command"`
+	Dir           string    `json:"cwd"`
+	Tool          string    `json:"tool,omitempty"`
+	Conversation  string    `json:"conversation,omitempty"`
+	Started       time.Time `json:"started"`
+	Lifetime      Duration  `json:"lifetime"`
+	State         string    `json:"state"` // running, exited, signaled, timed out, cancelled
+	ExitCode      *int      `json:"exit_code,omitempty"`
+	Signal        int       `json:"signal,omitempty"`
+	Ended         time.Time `json:"ended,omitzero"`
+}
+
+// Duration is a time.Duration written as a Go duration string.
+type Duration time.Duration
+
+// MarshalJSON writes d as "24h0m0s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// DefaultStateDir is where jobs live unless a Manager says otherwise:
+// $XDG_RUNTIME_DIR/agentexec when that is set, else agentexec-<uid> in the
+// system's temporary directory.
+func DefaultStateDir() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "agentexec")
+	}
+	return filepath.Join(os.TempDir(), "agentexec-"+strconv.Itoa(os.Getuid()))
+}
+
+// privateDir creates dir (and its parents) and checks that it is a
+// directory owned by this user that nobody else can enter: a directory in
+// a shared temporary directory could have been planted by someone else.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("jobs: cannot create the state directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("jobs: state directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("jobs: state directory %s is not a directory", dir)
+	}
+	if err := checkOwner(fi); err != nil {
+		return fmt.Errorf("jobs: state directory %s: %w", dir, err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("jobs: state directory %s is open to other users and cannot be made private: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+func newID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// writeInfo writes info to dir/job.json atomically.
+func writeInfo(dir string, info *Info) error {
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, ".job.json.tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, "job.json"))
+}
+
+// ReadInfo reads the record of the job in dir.
+func ReadInfo(dir string) (*Info, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "job.json"))
+	if err != nil {
+		return nil, err
+	}
+	var info Info
+	if err := json.Unmarshal(b, &info); err != nil {
+		return nil, fmt.Errorf("jobs: %s/job.json: %w", dir, err)
+	}
+	return &info, nil
+}
+
+// ErrNoSupervisor means the program did not become a supervisor when
+// re-executed: it does not call Main first thing in main.
+var ErrNoSupervisor = errors.New("jobs: the supervisor did not start")

@@ -1,0 +1,212 @@
+package jobs
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// supervisorArg is the hidden first argument that makes Main run a
+// supervisor.
+const supervisorArg = "__agentexec_supervise"
+
+// startTimeout bounds how long Start waits for the supervisor to report
+// the job's pid.
+const startTimeout = 30 * time.Second
+
+// Manager starts jobs. The zero value uses DefaultStateDir and this
+// program's own executable as the supervisor.
+type Manager struct {
+	// StateDir holds one private directory per job; empty means
+	// DefaultStateDir().
+	StateDir string
+	// Executable is the program re-executed as the supervisor; empty
+	// means os.Executable(). It must call Main first thing in main.
+	Executable string
+}
+
+// stateDir returns the manager's state directory.
+func (m *Manager) stateDir() string {
+	if m != nil && m.StateDir != "" {
+		return m.StateDir
+	}
+	return DefaultStateDir()
+}
+
+// JobsDir returns the directory holding one directory per job.
+func (m *Manager) JobsDir() string { return filepath.Join(m.stateDir(), "jobs") }
+
+// plan is what the host hands the supervisor on its spec descriptor.
+type plan struct {
+	Spec   Spec   `json:"spec"`
+	ID     string `json:"id"`
+	JobDir string `json:"job_dir"`
+}
+
+// report is what the supervisor sends back on its status descriptor: the
+// job's pid once it started, or why it could not start.
+type report struct {
+	Pid   int    `json:"pid,omitempty"`
+	Error string `json:"error,omitempty"`
+	Kind  string `json:"kind,omitempty"`
+}
+
+// StartError says why a job could not start; nothing is running when Start
+// returns one.
+type StartError struct {
+	// Kind is the runner's start-error kind ("program not found", ...)
+	// when the command itself could not start; empty otherwise.
+	Kind string
+	Msg  string
+}
+
+// Error returns the message.
+func (e *StartError) Error() string { return e.Msg }
+
+// Start starts spec as a job and returns once its command is running. The
+// job's directory (0700) holds its output file (0600) and its record.
+func (m *Manager) Start(ctx context.Context, spec Spec) (*Job, error) {
+	if strings.TrimSpace(spec.Command) == "" {
+		return nil, &StartError{Msg: "jobs: empty command"}
+	}
+	if spec.Lifetime <= 0 {
+		spec.Lifetime = DefaultLifetime
+	}
+	exe := m.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("jobs: cannot find this program to run the supervisor: %w", err)
+		}
+	}
+	jobsDir := m.JobsDir()
+	if err := privateDir(m.stateDir()); err != nil {
+		return nil, err
+	}
+	if err := privateDir(jobsDir); err != nil {
+		return nil, err
+	}
+	id := newID()
+	dir := filepath.Join(jobsDir, id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("jobs: cannot create the job directory: %w", err)
+	}
+	job := &Job{ID: id, Dir: dir, OutputFile: filepath.Join(dir, "output")}
+	out, err := os.OpenFile(job.OutputFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("jobs: cannot create the output file: %w", err)
+	}
+	out.Close()
+	pid, err := m.launch(ctx, exe, &plan{Spec: spec, ID: id, JobDir: dir})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	job.Pid = pid
+	return job, nil
+}
+
+// launch starts the supervisor and waits for its report.
+func (m *Manager) launch(ctx context.Context, exe string, p *plan) (int, error) {
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return 0, fmt.Errorf("jobs: %w", err)
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		return 0, fmt.Errorf("jobs: %w", err)
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return 0, fmt.Errorf("jobs: %w", err)
+	}
+	defer null.Close()
+	logf, err := os.OpenFile(filepath.Join(p.JobDir, "supervisor.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("jobs: %w", err)
+	}
+	defer logf.Close()
+	proc, err := os.StartProcess(exe, []string{exe, supervisorArg}, &os.ProcAttr{
+		Dir:   "/",
+		Env:   []string{"PATH=" + os.Getenv("PATH")},
+		Files: []*os.File{null, logf, logf, specR, statusW},
+		Sys:   detached(),
+	})
+	specR.Close()
+	statusW.Close()
+	if err != nil {
+		specW.Close()
+		statusR.Close()
+		return 0, fmt.Errorf("jobs: cannot start the supervisor %s: %w", exe, err)
+	}
+	go proc.Wait() // reap it if this process lives longer than the job
+
+	go func() {
+		json.NewEncoder(specW).Encode(p)
+		specW.Close()
+	}()
+	type answer struct {
+		r   report
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		var a answer
+		line, err := bufio.NewReader(statusR).ReadBytes('\n')
+		statusR.Close()
+		if len(line) == 0 {
+			a.err = err
+		} else {
+			a.err = json.Unmarshal(line, &a.r)
+		}
+		ch <- a
+	}()
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	var a answer
+	select {
+	case a = <-ch:
+	case <-timer.C:
+		proc.Kill()
+		a = <-ch
+		a.err = errors.New("timed out waiting for it")
+	case <-ctx.Done():
+		proc.Signal(os.Interrupt)
+		a = <-ch
+		if a.r.Pid == 0 {
+			return 0, ctx.Err()
+		}
+	}
+	switch {
+	case a.err != nil && a.r.Pid == 0:
+		if errors.Is(a.err, io.EOF) {
+			a.err = errors.New("it exited without reporting; the program must call jobs.Main first thing in main")
+		}
+		log, _ := os.ReadFile(filepath.Join(p.JobDir, "supervisor.log"))
+		msg := fmt.Sprintf("%v: %v", ErrNoSupervisor, a.err)
+		if s := strings.TrimSpace(string(log)); s != "" {
+			msg += " (its log: " + shorten(s, 300) + ")"
+		}
+		return 0, fmt.Errorf("%s: %w", msg, ErrNoSupervisor)
+	case a.r.Error != "":
+		return 0, &StartError{Kind: a.r.Kind, Msg: a.r.Error}
+	}
+	return a.r.Pid, nil
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
