@@ -26,7 +26,7 @@ type pipes struct {
 	stdout, stderr              *os.File
 }
 
-func openPipes(withStdin bool) (*pipes, error) {
+func openPipes(withStdin, merge bool) (*pipes, error) {
 	p := &pipes{childIn: -1, childOut: -1, childErr: -1}
 	fail := func(err error) (*pipes, error) {
 		p.closeChildEnds()
@@ -53,6 +53,10 @@ func openPipes(withStdin bool) (*pipes, error) {
 		parent **os.File
 		name   string
 	}{{&p.childOut, &p.stdout, "|stdout"}, {&p.childErr, &p.stderr, "|stderr"}} {
+		if merge && s.child == &p.childErr {
+			p.childErr = p.childOut // one pipe: the exact order of writes is kept
+			break
+		}
 		var fds [2]int
 		if err := newPipe(&fds); err != nil {
 			return fail(err)
@@ -70,8 +74,8 @@ func (p *pipes) closeChildEnds() {
 	if p.ownChildIn && p.childIn >= 0 {
 		unix.Close(p.childIn)
 	}
-	for _, fd := range []int{p.childOut, p.childErr} {
-		if fd >= 0 {
+	for i, fd := range []int{p.childOut, p.childErr} {
+		if fd >= 0 && (i == 0 || fd != p.childOut) {
 			unix.Close(fd)
 		}
 	}

@@ -13,7 +13,7 @@ type pipes struct {
 	stdin, stdout, stderr       *os.File
 }
 
-func openPipes(withStdin bool) (*pipes, error) {
+func openPipes(withStdin, merge bool) (*pipes, error) {
 	p := &pipes{}
 	var err error
 	if withStdin {
@@ -28,6 +28,10 @@ func openPipes(withStdin bool) (*pipes, error) {
 		p.closeParentEnds()
 		return nil, err
 	}
+	if merge {
+		p.childErr = p.childOut
+		return p, nil
+	}
 	if p.stderr, p.childErr, err = os.Pipe(); err != nil {
 		p.closeChildEnds()
 		p.closeParentEnds()
@@ -37,8 +41,8 @@ func openPipes(withStdin bool) (*pipes, error) {
 }
 
 func (p *pipes) closeChildEnds() {
-	for _, f := range []*os.File{p.childIn, p.childOut, p.childErr} {
-		if f != nil {
+	for i, f := range []*os.File{p.childIn, p.childOut, p.childErr} {
+		if f != nil && (i < 2 || f != p.childOut) {
 			f.Close()
 		}
 	}

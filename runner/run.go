@@ -82,7 +82,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	out.stderr, _ = capture.New(spec.Stderr)
 	out.combined, _ = capture.New(spec.Combined)
 
-	pipes, err := openPipes(spec.Stdin != nil)
+	pipes, err := openPipes(spec.Stdin != nil, spec.MergeOutput)
 	if err != nil {
 		return nil, &StartError{Kind: ErrUnsupported, Program: p.argv[0], Detail: "cannot create pipes", Err: err}
 	}
@@ -102,9 +102,12 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(1)
 	go func() { defer wg.Done(); out.drain(pipes.stdout, Stdout) }()
-	go func() { defer wg.Done(); out.drain(pipes.stderr, Stderr) }()
+	if pipes.stderr != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); out.drain(pipes.stderr, Stderr) }()
+	}
 	if pipes.stdin != nil {
 		wg.Add(1)
 		go func() {
@@ -164,10 +167,14 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	deadline := time.Now().Add(p.drain)
 	pipes.stdout.SetReadDeadline(deadline)
-	pipes.stderr.SetReadDeadline(deadline)
+	if pipes.stderr != nil {
+		pipes.stderr.SetReadDeadline(deadline)
+	}
 	wg.Wait()
 	pipes.stdout.Close()
-	pipes.stderr.Close()
+	if pipes.stderr != nil {
+		pipes.stderr.Close()
+	}
 
 	res.Stdout = out.stdout.Snapshot()
 	res.Stderr = out.stderr.Snapshot()

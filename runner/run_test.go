@@ -5,6 +5,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -341,5 +342,19 @@ func TestManyConcurrentRuns(t *testing.T) {
 	}
 	if after := proctest.OpenFDs(t); after != before {
 		t.Errorf("open file descriptors: %d before, %d after", before, after)
+	}
+}
+
+func TestMergeOutputKeepsOrder(t *testing.T) {
+	res := run(t, Spec{Command: "for i in $(seq 1 200); do echo o$i; echo e$i >&2; done", MergeOutput: true})
+	var want strings.Builder
+	for i := 1; i <= 200; i++ {
+		fmt.Fprintf(&want, "o%d\ne%d\n", i, i)
+	}
+	if got := text(res.Combined); got != want.String() {
+		t.Errorf("merged output out of order: %q", got[:min(len(got), 100)])
+	}
+	if text(res.Stdout) != want.String() || res.Stderr.TotalBytes != 0 {
+		t.Errorf("stdout %d bytes, stderr %d bytes", res.Stdout.TotalBytes, res.Stderr.TotalBytes)
 	}
 }

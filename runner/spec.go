@@ -97,6 +97,12 @@ type Spec struct {
 	// bytes.
 	Stdout, Stderr, Combined capture.Limit
 
+	// MergeOutput gives the command one pipe for both stdout and stderr
+	// (as 2>&1 would), so the combined stream keeps the exact order of
+	// their writes. Everything is then reported as stdout: Result.Stdout
+	// and Result.Combined hold it and Result.Stderr is empty.
+	MergeOutput bool
+
 	// KeepLeftovers leaves running whatever the command started that is
 	// still running when the main process exits; they are counted in
 	// Result.LeftoversKept. Output they write after Run returns is lost.

@@ -67,13 +67,13 @@ func ParseArgs(raw json.RawMessage, allowed ...string) (*Args, error) {
 		key := tok.(string)
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, invalid(key, "the value is not valid JSON: %v", err)
+			return nil, invalid(key, "has a value that is not valid JSON: %v", err)
 		}
 		if _, dup := fields[key]; dup {
-			return nil, invalid(key, "given more than once")
+			return nil, invalid(key, "is given more than once")
 		}
 		if !contains(allowed, key) {
-			return nil, invalid(key, "unknown field; the accepted fields are %s", strings.Join(allowed, ", "))
+			return nil, invalid(key, "is not a known field; the accepted fields are %s", strings.Join(allowed, ", "))
 		}
 		fields[key] = v
 	}
@@ -103,7 +103,7 @@ func invalidUTF8(raw []byte) *ValidationError {
 				break
 			}
 			if !utf8.Valid(v) {
-				return invalid(fieldName(raw[start:]), "not valid UTF-8")
+				return invalid(fieldName(raw[start:]), "is not valid UTF-8")
 			}
 		}
 	}
@@ -186,7 +186,7 @@ func (a *Args) String(field string) (s string, ok bool, err error) {
 		return "", false, invalid(field, "must be a string, not %s", kindOf(v))
 	}
 	if err := json.Unmarshal(v, &s); err != nil {
-		return "", false, invalid(field, "not a valid JSON string: %v", err)
+		return "", false, invalid(field, "is not a valid JSON string: %v", err)
 	}
 	return s, true, nil
 }
@@ -204,7 +204,7 @@ func (a *Args) StringList(field string) (list []string, ok bool, err error) {
 	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(v, &raw); err != nil {
-		return nil, false, invalid(field, "not a valid JSON array: %v", err)
+		return nil, false, invalid(field, "is not a valid JSON array: %v", err)
 	}
 	list = make([]string, len(raw))
 	for i, e := range raw {
@@ -212,7 +212,7 @@ func (a *Args) StringList(field string) (list []string, ok bool, err error) {
 			return nil, false, invalid(fmt.Sprintf("%s[%d]", field, i), "must be a string, not %s", kindOf(e))
 		}
 		if err := json.Unmarshal(e, &list[i]); err != nil {
-			return nil, false, invalid(fmt.Sprintf("%s[%d]", field, i), "not a valid JSON string: %v", err)
+			return nil, false, invalid(fmt.Sprintf("%s[%d]", field, i), "is not a valid JSON string: %v", err)
 		}
 	}
 	return list, true, nil
@@ -236,18 +236,18 @@ func (a *Args) StringMap(field string) (m map[string]string, keys []string, ok b
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, nil, false, invalid(field, "not a valid JSON object: %v", err)
+			return nil, nil, false, invalid(field, "is not a valid JSON object: %v", err)
 		}
 		key := tok.(string)
 		var e json.RawMessage
 		if err := dec.Decode(&e); err != nil {
-			return nil, nil, false, invalid(field+"."+key, "not valid JSON: %v", err)
+			return nil, nil, false, invalid(field+"."+key, "is not valid JSON: %v", err)
 		}
 		if kindOf(e) != "a string" {
 			return nil, nil, false, invalid(field+"."+key, "must be a string, not %s", kindOf(e))
 		}
 		if _, dup := m[key]; dup {
-			return nil, nil, false, invalid(field+"."+key, "given more than once")
+			return nil, nil, false, invalid(field+"."+key, "is given more than once")
 		}
 		var s string
 		json.Unmarshal(e, &s)
@@ -286,9 +286,11 @@ func (a *Args) Number(field string, rule NumberRule) (f float64, ok bool, err er
 		}
 		json.Unmarshal(v, &text)
 		text = strings.TrimSpace(text)
-		if text == "" || strings.ContainsAny(text, "xXpP_") || strings.EqualFold(strings.TrimLeft(text, "+-"), "inf") ||
-			strings.EqualFold(strings.TrimLeft(text, "+-"), "infinity") || strings.EqualFold(text, "nan") {
-			return 0, false, invalid(field, "must be a number; %q is not one", text)
+		word := strings.ToLower(strings.TrimLeft(text, "+-"))
+		_, perr := strconv.ParseFloat(text, 64)
+		if text == "" || strings.ContainsAny(text, "xXpP_") || word == "inf" || word == "infinity" || word == "nan" ||
+			(perr != nil && !errors.Is(perr, strconv.ErrRange)) {
+			return 0, false, invalid(field, "must be a number; %q is not one", shorten(text, 40))
 		}
 	default:
 		return 0, false, invalid(field, "must be a number, not %s", kindOf(v))

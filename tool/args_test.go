@@ -19,11 +19,11 @@ func TestParseArgs(t *testing.T) {
 		{"string", `"a"`, "must be a JSON object, not a string"},
 		{"null", `null`, "must be a JSON object, not null"},
 		{"number", `42`, "must be a JSON object, not a number"},
-		{"duplicate", `{"a":"x","a":"y"}`, "a: given more than once"},
-		{"unknown", `{"a":"x","zzz":1}`, "zzz: unknown field; the accepted fields are a, b"},
+		{"duplicate", `{"a":"x","a":"y"}`, "a: is given more than once"},
+		{"unknown", `{"a":"x","zzz":1}`, "zzz: is not a known field; the accepted fields are a, b"},
 		{"trailing data", `{"a":"x"} {"a":"y"}`, "data after the JSON object"},
 		{"trailing garbage", `{"a":"x"} x`, "data after the JSON object"},
-		{"invalid UTF-8 value", "{\"a\":\"\xff\"}", "a: not valid UTF-8"},
+		{"invalid UTF-8 value", "{\"a\":\"\xff\"}", "a: is not valid UTF-8"},
 		{"invalid UTF-8 key", "{\"\xff\":1}", "not valid UTF-8"},
 	}
 	for _, c := range cases {

@@ -131,8 +131,12 @@ func (r *Registry) Dispatch(ctx context.Context, call *Call, name string, input 
 		return res
 	}
 	if call.Grants != nil && !call.Grants.HasTool(name) && !call.Grants.HasTool(t.Name()) {
-		res := Errorf(KindPermissionDenied, "permission denied: this agent has no grant for the tool %q; ask the operator to add it to the agent's tool grants", name)
-		ev.Rule, ev.Reason = "tool_grants", res.Text
+		d := policy.Decision{Verdict: policy.Deny, Rule: "tool_grants",
+			Reason:      fmt.Sprintf("this agent has no grant for the tool %q", name),
+			Alternative: "Ask the operator to add it to the agent's tool grants."}
+		res := refuse(t, d)
+		res.Decision = &d
+		ev.Decision, ev.Rule, ev.Reason = "deny", d.Rule, d.Reason
 		r.emit(call, audit.Denied, ev, res)
 		return res
 	}

@@ -206,16 +206,17 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 	}
 	one := capture.Limit{Strategy: capture.Tail, Max: 1}
 	res, err := runner.Run(ctx, runner.Spec{
-		Command:  a.in.Command,
-		Shell:    a.shell(),
-		Dir:      a.dir,
-		Env:      a.t.Env,
-		Timeout:  timeout,
-		Grace:    a.t.Grace,
-		Stdout:   one,
-		Stderr:   one,
-		Combined: capture.Limit{Strategy: capture.Middle, Max: MaxOutputLength, HeadKeep: SnipSize, TailKeep: SnipSize},
-		OnOutput: call.Outputter(),
+		Command:     a.in.Command,
+		Shell:       a.shell(),
+		Dir:         a.dir,
+		Env:         a.t.Env,
+		Timeout:     timeout,
+		Grace:       a.t.Grace,
+		Stdout:      one,
+		Stderr:      one,
+		Combined:    capture.Limit{Strategy: capture.Middle, Max: MaxOutputLength, HeadKeep: SnipSize, TailKeep: SnipSize},
+		MergeOutput: true,
+		OnOutput:    call.Outputter(),
 	})
 	if err != nil {
 		return startFailure(err)
@@ -277,8 +278,8 @@ func FormatOutput(s capture.Snapshot) string {
 		HumanizeBytes(s.TotalBytes), HumanizeBytes(MaxOutputLength), capture.ValidText(s.Head), capture.ValidText(s.Tail))
 }
 
-// HumanizeBytes writes a size in binary units: "512 B", "128 KiB",
-// "1.5 MiB", "2.3 GiB".
+// HumanizeBytes writes a size in binary units: "512 B", "128 KiB" (exact),
+// "128.0 KiB" (a little more), "1.5 MiB", "2.3 GiB".
 func HumanizeBytes(n int64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
 	if n < 1024 {
@@ -290,9 +291,10 @@ func HumanizeBytes(n int64) string {
 		f /= 1024
 		i++
 	}
-	s := strconv.FormatFloat(f, 'f', 1, 64)
-	s = strings.TrimSuffix(s, ".0")
-	return s + " " + units[i]
+	if f == float64(int64(f)) && n%(1<<(10*i)) == 0 {
+		return strconv.FormatInt(int64(f), 10) + " " + units[i]
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64) + " " + units[i]
 }
 
 // RustDuration writes d as Rust's Debug format for Duration does: "30s",

@@ -239,6 +239,12 @@ func errorResult(k tool.ErrorKind, msg string) *tool.Result {
 	return &tool.Result{Text: string(b), Structured: v, IsError: true, Kind: k}
 }
 
+// Refuse words a refusal (missing grant, policy) as the seed's
+// tool_response: {"error": "permission_denied", "message": ...}.
+func (*Tool) Refuse(d policy.Decision) *tool.Result {
+	return errorResult(tool.KindPermissionDenied, d.Message())
+}
+
 // Prepare checks the Exec grant, validates the input and checks fs grants.
 func (t *Tool) Prepare(call *tool.Call, raw json.RawMessage) (tool.Action, *tool.Result) {
 	if !call.Grants.HasTool(Name) {
