@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -30,7 +31,13 @@ type Manager struct {
 	// Executable is the program re-executed as the supervisor; empty
 	// means os.Executable(). It must call Main first thing in main.
 	Executable string
+
+	reapers sync.WaitGroup // one per supervisor still running
 }
+
+// Wait waits until every supervisor this Manager started has exited (their
+// jobs have ended). For hosts that shut down cleanly, and for tests.
+func (m *Manager) Wait() { m.reapers.Wait() }
 
 // stateDir returns the manager's state directory.
 func (m *Manager) stateDir() string {
@@ -149,7 +156,11 @@ func (m *Manager) launch(ctx context.Context, exe string, p *plan) (int, error) 
 		statusR.Close()
 		return 0, fmt.Errorf("jobs: cannot start the supervisor %s: %w", exe, err)
 	}
-	go proc.Wait() // reap it if this process lives longer than the job
+	m.reapers.Add(1)
+	go func() { // reap it if this process lives longer than the job
+		defer m.reapers.Done()
+		proc.Wait()
+	}()
 
 	go func() {
 		json.NewEncoder(specW).Encode(p)

@@ -75,6 +75,9 @@ func supervise() int {
 		Stdout:   small,
 		Stderr:   small,
 		Combined: small,
+		// One pipe for both streams, as the seed's shared output file:
+		// the file keeps the exact order of writes.
+		MergeOutput: true,
 		OnStart: func(pid int) {
 			once.Do(func() {
 				info.Pid, info.Started = pid, time.Now().UTC()

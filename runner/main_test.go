@@ -3,8 +3,10 @@
 package runner
 
 import (
+	"context"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ func TestMain(m *testing.M) {
 	proctest.RunHelpers(map[string]proctest.Helper{
 		"write":      helperWrite,
 		"ignoreterm": helperIgnoreTerm,
+		"strayfd":    helperStrayFD,
 	})
 	goleak.VerifyTestMain(m)
 }
@@ -47,5 +50,19 @@ func helperIgnoreTerm([]string) int {
 	ignoreTerm()
 	os.Stdout.WriteString("ready\n")
 	time.Sleep(time.Hour)
+	return 0
+}
+
+// helperStrayFD holds a descriptor without close-on-exec, as a host started
+// by a careless parent would, and lists a command's descriptors.
+func helperStrayFD([]string) int {
+	if _, err := syscall.Dup(2); err != nil {
+		return 1
+	}
+	res, err := Run(context.Background(), Spec{Command: "ls /proc/self/fd"})
+	if err != nil {
+		return 1
+	}
+	os.Stdout.Write(res.Stdout.Head)
 	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -356,5 +357,21 @@ func TestMergeOutputKeepsOrder(t *testing.T) {
 	}
 	if text(res.Stdout) != want.String() || res.Stderr.TotalBytes != 0 {
 		t.Errorf("stdout %d bytes, stderr %d bytes", res.Stdout.TotalBytes, res.Stderr.TotalBytes)
+	}
+}
+
+// TestNoStrayDescriptors: a descriptor the host inherited without
+// close-on-exec does not reach commands (checked in a fresh process, where
+// the descriptor exists before the first run).
+func TestNoStrayDescriptors(t *testing.T) {
+	argv, helper := proctest.HelperArgv(t, "strayfd")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), helper)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got := strings.Join(strings.Fields(string(out)), " "); got != "0 1 2 3" { // 3 is ls's own directory
+		t.Errorf("the command has descriptors %v", got)
 	}
 }

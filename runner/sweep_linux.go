@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -11,9 +12,23 @@ import (
 
 // prepareHost makes this process a child subreaper, once, so that
 // processes a command double-forked away from its session are re-parented
-// here (instead of to init) and can be found and reaped by pid.
+// here (instead of to init) and can be found and reaped by pid. It also
+// marks close-on-exec every descriptor above stderr this process inherited
+// without that flag (Go opens its own with it), so that commands never
+// inherit stray descriptors of whatever started the host.
 var prepareHost = sync.OnceFunc(func() {
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+				unix.CloseOnExec(fd)
+			}
+		}
+	}
 })
 
 func signalProcess(pid int, sig syscall.Signal) { syscall.Kill(pid, sig) }

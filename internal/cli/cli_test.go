@@ -6,14 +6,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/agentexec/agentexec/internal/proctest"
+	"github.com/agentexec/agentexec/jobs"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	jobs.Main()
+	proctest.RunHelpers(map[string]proctest.Helper{
+		// cli runs agentexec with the helper's arguments, as a real
+		// one-shot process.
+		"cli": func(args []string) int { return Main(context.Background(), args, os.Stdin, os.Stdout, os.Stderr) },
+	})
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("os/signal.loop"), goleak.IgnoreAnyFunction("os/signal.signal_recv"))
 }
 

@@ -33,7 +33,9 @@ func TestMain(m *testing.M) {
 // live in a test directory.
 func newTool(t *testing.T, token string) *Tool {
 	t.Helper()
-	return &Tool{Env: append(runner.SafeEnv(), token), Grace: 200 * time.Millisecond, Jobs: &jobs.Manager{StateDir: t.TempDir()}}
+	m := &jobs.Manager{StateDir: t.TempDir()}
+	t.Cleanup(m.Wait) // every supervisor has exited before goleak looks
+	return &Tool{Env: append(runner.SafeEnv(), token), Grace: 200 * time.Millisecond, Jobs: m}
 }
 
 func call(t *testing.T, tl *Tool, input string) *tool.Result {
