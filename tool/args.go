@@ -67,6 +67,9 @@ func ParseArgs(raw json.RawMessage, allowed ...string) (*Args, error) {
 		key := tok.(string)
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
+			if key == "" {
+				return nil, invalid("", "the input is not valid JSON: %v", err)
+			}
 			return nil, invalid(key, "has a value that is not valid JSON: %v", err)
 		}
 		if _, dup := fields[key]; dup {

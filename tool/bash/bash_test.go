@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentexec/agentexec/audit"
 	"github.com/agentexec/agentexec/capture"
 	"github.com/agentexec/agentexec/internal/proctest"
 	"github.com/agentexec/agentexec/jobs"
@@ -385,3 +386,31 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDispatch measures a whole bash tool call (decode, policy, audit
+// to memory, run, render) beside the same command run by the runner alone.
+func BenchmarkDispatch(b *testing.B) {
+	b.Run("baseline=runner.Run", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := runner.Run(context.Background(), runner.Spec{Command: "true", Shell: "bash"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("registry.Dispatch", func(b *testing.B) {
+		r := tool.NewRegistry()
+		r.Register(New())
+		r.Audit = &discardCounter{}
+		c := &tool.Call{WorkDir: b.TempDir()}
+		in := json.RawMessage(`{"command": "true"}`)
+		for b.Loop() {
+			if res := r.Dispatch(context.Background(), c, Name, in); res.IsError {
+				b.Fatal(res.Text)
+			}
+		}
+	})
+}
+
+type discardCounter struct{ n int }
+
+func (d *discardCounter) Write(audit.Event) error { d.n++; return nil }
