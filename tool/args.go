@@ -346,3 +346,20 @@ func CheckArgString(field, s string) error {
 	}
 	return nil
 }
+
+// CheckEnv checks environment entries given as field (keys in order):
+// keys non-empty without '=' or NUL, each KEY=value passable to a program.
+// It returns the bytes the entries take in a program's environment.
+func CheckEnv(field string, env map[string]string, keys []string) (int, error) {
+	total := 0
+	for _, k := range keys {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return 0, invalid(field+"."+k, "keys must be non-empty and contain neither '=' nor NUL")
+		}
+		if err := CheckArgString(field+"."+k, k+"="+env[k]); err != nil {
+			return 0, err
+		}
+		total += len(k) + len(env[k]) + 2
+	}
+	return total, nil
+}

@@ -192,20 +192,15 @@ func Decode(raw json.RawMessage) (*Input, *tool.ValidationError) {
 	}
 	if ok {
 		for _, k := range keys {
-			field := "env." + k
-			switch {
-			case k == "":
-				return nil, &tool.ValidationError{Field: "env", Problem: "a key is empty"}
-			case strings.HasPrefix(k, "_"):
-				return nil, &tool.ValidationError{Field: field, Problem: "keys starting with _ are reserved for the kernel"}
-			case strings.ContainsAny(k, "=\x00"):
-				return nil, &tool.ValidationError{Field: field, Problem: "keys must not contain '=' or NUL"}
+			if strings.HasPrefix(k, "_") {
+				return nil, &tool.ValidationError{Field: "env." + k, Problem: "keys starting with _ are reserved for the kernel"}
 			}
-			if err := tool.CheckArgString(field, k+"="+env[k]); err != nil {
-				return verr(err)
-			}
-			total += len(k) + len(env[k]) + 2
 		}
+		n, err := tool.CheckEnv("env", env, keys)
+		if err != nil {
+			return verr(err)
+		}
+		total += n
 		in.Env, in.EnvKeys = env, keys
 	}
 	if total > tool.MaxArgTotal {

@@ -225,7 +225,7 @@ func TestRangeValidation(t *testing.T) {
 		{`"cwd": "/no/such/dir"`, "cwd: /no/such/dir is not a directory"},
 		{`"cwd": 5`, "cwd: must be a string, not a number"},
 		{`"env": ["A=B"]`, "env: must be an object of strings, not an array"},
-		{`"env": {"A=B": "c"}`, "env.A=B: keys must not contain '=' or NUL"},
+		{`"env": {"A=B": "c"}`, "env.A=B: keys must be non-empty and contain neither '=' nor NUL"},
 		{`"shell": true`, "shell: is not a known field"},
 		{`"env": {"BIG": "` + strings.Repeat("z", 10<<20) + `"}`, "env.BIG: is 10485764 bytes"},
 	}

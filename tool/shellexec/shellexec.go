@@ -169,15 +169,11 @@ func Decode(raw json.RawMessage, workdir string, maxTimeout time.Duration) (*Inp
 	if err != nil {
 		return verr(err)
 	}
-	for _, k := range keys {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return nil, &tool.ValidationError{Field: "env." + k, Problem: "keys must be non-empty and contain neither '=' nor NUL"}
-		}
-		if err := tool.CheckArgString("env."+k, k+"="+env[k]); err != nil {
-			return verr(err)
-		}
-		total += len(k) + len(env[k]) + 2
+	n, err := tool.CheckEnv("env", env, keys)
+	if err != nil {
+		return verr(err)
 	}
+	total += n
 	in.Env, in.EnvKeys = env, keys
 	if total > tool.MaxArgTotal {
 		return nil, &tool.ValidationError{Field: "argv", Problem: fmt.Sprintf("arguments and environment total %d bytes; the limit is %d", total, tool.MaxArgTotal)}
