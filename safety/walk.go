@@ -1,0 +1,476 @@
+package safety
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Analyze parses src as bash and reports the commands it would run and
+// what the built-in rules found. It never panics and never runs anything.
+func Analyze(src string, opts *Options) *Report {
+	a := newAnalyzer(opts)
+	f, err := parse(src)
+	if err != nil {
+		a.rep.ParseError = &ParseError{Err: err}
+		return a.rep
+	}
+	a.file(f, src, 0, nil)
+	a.applyRules()
+	return a.rep
+}
+
+// AnalyzeArgv reports what running argv directly (no shell) would run:
+// wrappers are taken off and nested scripts (bash -c ...) are read, as for
+// a command in a script.
+func AnalyzeArgv(argv []string, opts *Options) *Report {
+	a := newAnalyzer(opts)
+	if len(argv) == 0 {
+		return a.rep
+	}
+	words := make([]Word, len(argv))
+	for i, s := range argv {
+		words[i] = Word{Value: s, Raw: quote(s)}
+	}
+	a.command(words, Command{Pos: "argv"}, stage{})
+	a.applyRules()
+	return a.rep
+}
+
+func parse(src string) (*syntax.File, error) {
+	if i := strings.IndexAny(src, "\x00\x01\x7f"); i >= 0 {
+		// bash uses these bytes internally (CTLESC, CTLNUL) and reads
+		// source holding them its own way; NUL cannot reach bash at all.
+		return nil, fmt.Errorf("byte %d: control character %q that bash treats specially", i, src[i])
+	}
+	if i := strings.IndexByte(src, '\r'); i >= 0 {
+		return nil, fmt.Errorf("byte %d: a carriage return, which bash does not read as white space; use \\n line endings", i)
+	}
+	var f *syntax.File
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("the parser failed: %v", r)
+			}
+		}()
+		f, err = syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+		if err == nil {
+			err = bashRefuses(f, src)
+		}
+		return err
+	}()
+	return f, err
+}
+
+// reserved are bash's reserved words that bash refuses where a command
+// name stands, although the parser takes them as one.
+var reserved = map[string]bool{"if": true, "while": true, "until": true, "for": true, "case": true, "select": true, "function": true, "[[": true, "{": true, "in": true, "do": true, "done": true, "then": true, "fi": true, "else": true, "elif": true, "esac": true, "}": true, "]]": true}
+
+// bashRefuses finds what the parser accepts but bash refuses: a reserved
+// word as a command name, and a redirection target of digits directly
+// followed by another redirection (">0>0", which bash reads as a file
+// descriptor number with no target).
+func bashRefuses(f *syntax.File, src string) error {
+	var err error
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if err != nil {
+			return false
+		}
+		switch x := n.(type) {
+		case *syntax.FuncDecl:
+			if x.Name == nil || x.Name.Value == "" || x.Body == nil {
+				err = fmt.Errorf("%s: syntax error near unexpected token `)'", x.Pos())
+			} else if _, simple := x.Body.Cmd.(*syntax.CallExpr); simple || x.Body.Cmd == nil {
+				err = fmt.Errorf("%s: syntax error: a function body must be a compound command", x.Pos())
+			}
+		case *syntax.ExtGlob:
+			err = fmt.Errorf("%s: syntax error near unexpected token `(': extended globs are off in bash scripts", x.Pos())
+		case *syntax.CoprocClause:
+			if x.Name != nil && strings.ContainsAny(src[x.Name.Pos().Offset():x.Name.End().Offset()], "[]") {
+				err = fmt.Errorf("%s: unexpected EOF while looking for matching `]'", x.Name.Pos())
+			}
+		case *syntax.BinaryCmd:
+			for _, st := range []*syntax.Stmt{x.X, x.Y} {
+				if tc, ok := st.Cmd.(*syntax.TimeClause); ok && tc.Stmt == nil {
+					err = fmt.Errorf("%s: syntax error near unexpected token `%s'", x.OpPos, x.Op)
+				}
+			}
+		case *syntax.Stmt:
+			if tc, ok := x.Cmd.(*syntax.TimeClause); ok && tc.Stmt == nil && x.Background {
+				err = fmt.Errorf("%s: syntax error near unexpected token `&'", x.Pos())
+			}
+		case *syntax.CallExpr:
+			if len(x.Args) > 0 && len(x.Args[0].Parts) == 1 {
+				if lit, ok := x.Args[0].Parts[0].(*syntax.Lit); ok && reserved[strings.TrimSuffix(lit.Value, "\\")] {
+					err = fmt.Errorf("%s: syntax error near unexpected token `%s'", x.Pos(), lit.Value)
+				}
+			}
+		case *syntax.Redirect:
+			if x.Word != nil && int(x.Word.End().Offset()) >= len(src) && strings.TrimSpace(src[x.Word.Pos().Offset():]) == "\\" {
+				err = fmt.Errorf("%s: syntax error: unexpected end of file", x.Word.Pos())
+			}
+			if x.Word != nil && len(x.Word.Parts) == 1 {
+				if lit, ok := x.Word.Parts[0].(*syntax.Lit); ok && isDigits(lit.Value) {
+					if end := int(x.Word.End().Offset()); end < len(src) && (src[end] == '<' || src[end] == '>') {
+						err = fmt.Errorf("%s: syntax error near unexpected token `%s'", x.Word.Pos(), lit.Value)
+					}
+				}
+			}
+		}
+		return true
+	})
+	return err
+}
+
+// stage places a command in a pipeline: pipeline numbers start at 1 (0:
+// not in a pipeline), stages at 0.
+type stage struct {
+	pipeline, index int
+}
+
+// redirectAt is a redirection anywhere in the source, for the rules.
+type redirectAt struct {
+	r   Redirect
+	cmd int // the command it belongs to, or -1
+}
+
+// info is what the rules need to know about a recorded command beyond
+// Command.
+type info struct {
+	stage stage
+	// stdinScript: a shell or interpreter that reads its program from
+	// stdin.
+	stdinScript bool
+	// procSubstCmds: commands run by process substitutions in the
+	// arguments (bash <(curl ...)).
+	procSubstCmds []int
+}
+
+type analyzer struct {
+	opts      *Options
+	rep       *Report
+	infos     []info
+	redirects []redirectAt
+	pipelines int
+}
+
+func newAnalyzer(opts *Options) *analyzer {
+	return &analyzer{opts: opts, rep: &Report{Commands: []Command{}, Findings: []Finding{}}}
+}
+
+// src is the source a node came from, for raw word text.
+type src struct {
+	text  string
+	depth int
+}
+
+func (a *analyzer) file(f *syntax.File, text string, depth int, wrappers []string) {
+	s := &src{text: text, depth: depth}
+	for _, st := range f.Stmts {
+		a.stmt(s, st, stage{}, wrappers)
+	}
+}
+
+func (a *analyzer) stmts(s *src, list []*syntax.Stmt, wrappers []string) {
+	for _, st := range list {
+		a.stmt(s, st, stage{}, wrappers)
+	}
+}
+
+// stmt walks one statement. Commands found directly in it get stg.
+func (a *analyzer) stmt(s *src, st *syntax.Stmt, stg stage, wrappers []string) {
+	if st == nil {
+		return
+	}
+	first := len(a.rep.Commands)
+	var redirs []Redirect
+	for _, r := range st.Redirs {
+		a.nested(s, r.Word, wrappers)
+		a.nested(s, r.Hdoc, wrappers)
+		if r.Word != nil {
+			redirs = append(redirs, Redirect{Op: r.Op.String(), Target: a.word(s, r.Word)})
+		}
+	}
+	switch x := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		a.call(s, x, stg, wrappers, redirs)
+		redirs = nil
+	case *syntax.BinaryCmd:
+		if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
+			a.pipelines++
+			p := a.pipelines
+			for i, part := range flattenPipe(x) {
+				a.stmt(s, part, stage{pipeline: p, index: i}, wrappers)
+			}
+		} else {
+			a.stmt(s, x.X, stg, wrappers)
+			a.stmt(s, x.Y, stg, wrappers)
+		}
+	case *syntax.Subshell:
+		a.stmts(s, x.Stmts, wrappers)
+	case *syntax.Block:
+		for _, inner := range x.Stmts {
+			a.stmt(s, inner, stg, wrappers)
+		}
+	case *syntax.IfClause:
+		for c := x; c != nil; c = c.Else {
+			a.stmts(s, c.Cond, wrappers)
+			a.stmts(s, c.Then, wrappers)
+		}
+	case *syntax.WhileClause:
+		a.stmts(s, x.Cond, wrappers)
+		a.stmts(s, x.Do, wrappers)
+	case *syntax.ForClause:
+		a.nested(s, x.Loop, wrappers)
+		a.stmts(s, x.Do, wrappers)
+	case *syntax.CaseClause:
+		a.nested(s, x.Word, wrappers)
+		for _, item := range x.Items {
+			for _, p := range item.Patterns {
+				a.nested(s, p, wrappers)
+			}
+			a.stmts(s, item.Stmts, wrappers)
+		}
+	case *syntax.FuncDecl:
+		a.stmt(s, x.Body, stage{}, wrappers)
+	case *syntax.DeclClause:
+		a.decl(s, x, wrappers)
+	case *syntax.TimeClause:
+		a.stmt(s, x.Stmt, stg, append(clip(wrappers), "time"))
+	case *syntax.CoprocClause:
+		a.stmt(s, x.Stmt, stage{}, append(clip(wrappers), "coproc"))
+	case nil:
+	default: // arithmetic, [[ ]], let: only substitutions inside can run commands
+		a.nested(s, x, wrappers)
+	}
+	if redirs != nil {
+		owner := -1
+		if len(a.rep.Commands) == first+1 {
+			owner = first
+		}
+		for _, r := range redirs {
+			a.redirects = append(a.redirects, redirectAt{r: r, cmd: owner})
+		}
+	}
+}
+
+func clip(s []string) []string { return s[:len(s):len(s)] }
+
+// flattenPipe returns the stages of a pipeline in order.
+func flattenPipe(b *syntax.BinaryCmd) []*syntax.Stmt {
+	var out []*syntax.Stmt
+	var add func(st *syntax.Stmt)
+	add = func(st *syntax.Stmt) {
+		if bc, ok := st.Cmd.(*syntax.BinaryCmd); ok && (bc.Op == syntax.Pipe || bc.Op == syntax.PipeAll) && len(st.Redirs) == 0 && !st.Negated && !st.Background {
+			add(bc.X)
+			add(bc.Y)
+			return
+		}
+		out = append(out, st)
+	}
+	add(b.X)
+	add(b.Y)
+	return out
+}
+
+// nested records the commands of substitutions inside node ($(...),
+// backticks, <(...), >(...)) and returns the indexes of those run by
+// process substitutions.
+func (a *analyzer) nested(s *src, node syntax.Node, wrappers []string) []int {
+	if node == nil {
+		return nil
+	}
+	if w, ok := node.(*syntax.Word); ok && w == nil {
+		return nil
+	}
+	var proc []int
+	syntax.Walk(node, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.CmdSubst:
+			a.stmts(s, x.Stmts, wrappers)
+			return false
+		case *syntax.ProcSubst:
+			first := len(a.rep.Commands)
+			a.stmts(s, x.Stmts, wrappers)
+			for i := first; i < len(a.rep.Commands); i++ {
+				proc = append(proc, i)
+			}
+			return false
+		}
+		return true
+	})
+	return proc
+}
+
+// dynamic reports whether a word's value is only known at run time.
+func dynamic(w *syntax.Word) bool {
+	dyn := false
+	syntax.Walk(w, func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.ParamExp, *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst:
+			dyn = true
+		}
+		return !dyn
+	})
+	return dyn
+}
+
+// word turns one syntax word into a Word (a static word with brace
+// expansion may stand for several arguments: see words).
+func (a *analyzer) word(s *src, w *syntax.Word) Word {
+	ws := a.words(s, w)
+	if len(ws) == 1 {
+		return ws[0]
+	}
+	raw := rawText(s, w)
+	vals := make([]string, len(ws))
+	for i, x := range ws {
+		vals[i] = x.Value
+	}
+	return Word{Value: strings.Join(vals, " "), Raw: raw}
+}
+
+// words expands a syntax word into the arguments bash would pass: one
+// Word for a dynamic word, as many as brace expansion gives for a static
+// one.
+func (a *analyzer) words(s *src, w *syntax.Word) []Word {
+	raw := rawText(s, w)
+	if dynamic(w) {
+		return []Word{{Value: raw, Dynamic: true, Raw: raw}}
+	}
+	fields, err := expandFields(w)
+	if err != nil {
+		return []Word{{Value: raw, Dynamic: true, Raw: raw}}
+	}
+	out := make([]Word, 0, len(fields))
+	for _, f := range fields {
+		out = append(out, Word{Value: f, Raw: raw})
+	}
+	if len(out) == 0 { // "" is one empty argument; fields drops nothing else
+		out = append(out, Word{Value: "", Raw: raw})
+	}
+	return out
+}
+
+var expandConfig = &expand.Config{}
+
+// expandFields expands a static word: quotes, escapes, $'...' and braces.
+// No variables, substitutions or globs are involved.
+func expandFields(w *syntax.Word) (fields []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("expand: %v", r)
+		}
+	}()
+	return expand.Fields(expandConfig, w)
+}
+
+func rawText(s *src, n syntax.Node) string {
+	start, end := int(n.Pos().Offset()), int(n.End().Offset())
+	if start < 0 || end > len(s.text) || start > end {
+		return ""
+	}
+	return s.text[start:end]
+}
+
+// call records a simple command.
+func (a *analyzer) call(s *src, c *syntax.CallExpr, stg stage, wrappers []string, redirs []Redirect) {
+	var assigns []string
+	for _, as := range c.Assigns {
+		a.nested(s, as.Value, wrappers)
+		if as.Array != nil {
+			a.nested(s, as.Array, wrappers)
+		}
+		if as.Name != nil {
+			assigns = append(assigns, as.Name.Value)
+		}
+	}
+	var args []Word
+	var proc []int
+	for _, w := range c.Args {
+		proc = append(proc, a.nested(s, w, wrappers)...)
+		args = append(args, a.words(s, w)...)
+	}
+	if len(args) == 0 {
+		// Assignments alone set shell variables: nothing runs, but a
+		// loader variable exported later still matters to the rules.
+		if len(assigns) > 0 || len(redirs) > 0 {
+			idx := a.record(Command{Args: []Word{}, Assigns: assigns, Redirects: redirs, Depth: s.depth, Pos: pos(c.Pos().Line(), c.Pos().Col()), Wrappers: wrappers}, info{stage: stg})
+			for _, r := range redirs {
+				a.redirects = append(a.redirects, redirectAt{r: r, cmd: idx})
+			}
+		}
+		return
+	}
+	base := Command{Wrappers: wrappers, Assigns: assigns, Redirects: redirs, Depth: s.depth, Pos: pos(c.Pos().Line(), c.Pos().Col())}
+	first := len(a.rep.Commands)
+	a.command(args, base, stg)
+	for _, r := range redirs {
+		owner := -1
+		if len(a.rep.Commands) > first {
+			owner = first
+		}
+		a.redirects = append(a.redirects, redirectAt{r: r, cmd: owner})
+	}
+	if len(proc) > 0 {
+		for i := first; i < len(a.rep.Commands); i++ {
+			if a.rep.Commands[i].Depth == s.depth {
+				a.infos[i].procSubstCmds = append(a.infos[i].procSubstCmds, proc...)
+			}
+		}
+	}
+}
+
+// decl records export/declare/local/readonly/typeset: they run no
+// program, but the variables they export matter to the rules.
+func (a *analyzer) decl(s *src, d *syntax.DeclClause, wrappers []string) {
+	var assigns []string
+	for _, as := range d.Args {
+		a.nested(s, as.Value, wrappers)
+		if as.Array != nil {
+			a.nested(s, as.Array, wrappers)
+		}
+		if as.Name != nil && !as.Naked {
+			assigns = append(assigns, as.Name.Value)
+		} else if as.Name != nil && as.Naked && d.Variant.Value == "export" {
+			assigns = append(assigns, as.Name.Value)
+		}
+	}
+	args := []Word{{Value: d.Variant.Value, Raw: d.Variant.Value}}
+	a.record(Command{Args: args, Name: d.Variant.Value, Assigns: assigns, Wrappers: wrappers, Depth: s.depth, Pos: pos(d.Pos().Line(), d.Pos().Col())}, info{})
+}
+
+// record adds a command to the report and returns its index.
+func (a *analyzer) record(c Command, in info) int {
+	if c.Name == "" && len(c.Args) > 0 {
+		if c.Args[0].Dynamic {
+			c.Dynamic = true
+		} else {
+			c.Name = path.Base(c.Args[0].Value)
+		}
+	}
+	a.rep.Commands = append(a.rep.Commands, c)
+	a.infos = append(a.infos, in)
+	return len(a.rep.Commands) - 1
+}
+
+func (a *analyzer) unanalysable(kind, detail, at string) {
+	a.rep.Unanalysable = append(a.rep.Unanalysable, Unanalysable{Kind: kind, Detail: detail, Pos: at})
+}
+
+// script parses a nested script (bash -c, eval) and records its commands.
+func (a *analyzer) script(text string, depth int, wrappers []string, at string) {
+	if depth > MaxDepth {
+		a.unanalysable("nested-script", fmt.Sprintf("scripts nested more than %d deep", MaxDepth), at)
+		return
+	}
+	f, err := parse(text)
+	if err != nil {
+		a.unanalysable("nested-script", "a nested script bash would not parse: "+err.Error(), at)
+		return
+	}
+	a.file(f, text, depth, wrappers)
+}
