@@ -15,7 +15,7 @@
 package safety
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -153,4 +153,6 @@ func (e *ParseError) Error() string { return "cannot parse the script: " + e.Err
 // Unwrap returns the parser's error.
 func (e *ParseError) Unwrap() error { return e.Err }
 
-func pos(line, col uint) string { return fmt.Sprintf("%d:%d", line, col) }
+func pos(line, col uint) string {
+	return strconv.FormatUint(uint64(line), 10) + ":" + strconv.FormatUint(uint64(col), 10)
+}

@@ -2,6 +2,7 @@ package safety
 
 import (
 	"errors"
+	"mvdan.cc/sh/v3/syntax"
 	"os/exec"
 	"sort"
 	"strings"
@@ -167,4 +168,32 @@ func bashParse(bash, src string) ([]byte, error) {
 	cmd := exec.Command(bash, "-n")
 	cmd.Stdin = strings.NewReader(src)
 	return cmd.CombinedOutput()
+}
+
+// typical is a 200-character command of the kind agents send.
+const typical = `cd /work/project && git status --short && go test ./... -run 'TestFoo|TestBar' -count=1 2>&1 | tail -n 50; git diff --stat HEAD~1 -- src/ tests/ && sudo make lint FLAGS="-v"`
+
+// BenchmarkAnalyze compares the checker with a bare parse of the same
+// source (the target is a ratio of at most 3).
+func BenchmarkAnalyze(b *testing.B) {
+	script := strings.Repeat(typical+"\n"+`for f in $(ls *.go); do if grep -q TODO "$f"; then echo "$f"; fi; done`+"\n", 45)[:10<<10]
+	script = script[:strings.LastIndexByte(script, '\n')]
+	for _, in := range []struct{ name, src string }{{"200B", typical}, {"10KB", script}} {
+		b.Run(in.name+"/baseline=syntax.Parse", func(b *testing.B) {
+			b.SetBytes(int64(len(in.src)))
+			for b.Loop() {
+				if _, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(in.src), ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(in.name+"/Analyze", func(b *testing.B) {
+			b.SetBytes(int64(len(in.src)))
+			for b.Loop() {
+				if r := Analyze(in.src, nil); r.ParseError != nil {
+					b.Fatal(r.ParseError)
+				}
+			}
+		})
+	}
 }

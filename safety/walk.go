@@ -88,10 +88,6 @@ func bashRefuses(f *syntax.File, src string) error {
 			}
 		case *syntax.ExtGlob:
 			err = fmt.Errorf("%s: syntax error near unexpected token `(': extended globs are off in bash scripts", x.Pos())
-		case *syntax.CoprocClause:
-			if x.Name != nil && strings.ContainsAny(src[x.Name.Pos().Offset():x.Name.End().Offset()], "[]") {
-				err = fmt.Errorf("%s: unexpected EOF while looking for matching `]'", x.Name.Pos())
-			}
 		case *syntax.BinaryCmd:
 			for _, st := range []*syntax.Stmt{x.X, x.Y} {
 				if tc, ok := st.Cmd.(*syntax.TimeClause); ok && tc.Stmt == nil {
@@ -103,6 +99,14 @@ func bashRefuses(f *syntax.File, src string) error {
 				err = fmt.Errorf("%s: syntax error near unexpected token `&'", x.Pos())
 			}
 		case *syntax.CallExpr:
+			if len(x.Args) > 0 {
+				// NAME[ starts an array assignment for bash, which then
+				// needs its closing bracket.
+				first := src[x.Args[0].Pos().Offset():x.Args[0].End().Offset()]
+				if i := strings.IndexByte(first, '['); i > 0 && validName(first[:i]) && !strings.Contains(first[i:], "]") {
+					err = fmt.Errorf("%s: unexpected EOF while looking for matching `]'", x.Args[0].Pos())
+				}
+			}
 			if len(x.Args) > 0 && len(x.Args[0].Parts) == 1 {
 				if lit, ok := x.Args[0].Parts[0].(*syntax.Lit); ok && reserved[strings.TrimSuffix(lit.Value, "\\")] {
 					err = fmt.Errorf("%s: syntax error near unexpected token `%s'", x.Pos(), lit.Value)
@@ -283,8 +287,8 @@ func (a *analyzer) nested(s *src, node syntax.Node, wrappers []string) []int {
 	if node == nil {
 		return nil
 	}
-	if w, ok := node.(*syntax.Word); ok && w == nil {
-		return nil
+	if w, ok := node.(*syntax.Word); ok && (w == nil || !dynamic(w)) {
+		return nil // a static word holds no substitution
 	}
 	var proc []int
 	syntax.Walk(node, func(n syntax.Node) bool {
@@ -306,16 +310,60 @@ func (a *analyzer) nested(s *src, node syntax.Node, wrappers []string) []int {
 }
 
 // dynamic reports whether a word's value is only known at run time.
-func dynamic(w *syntax.Word) bool {
-	dyn := false
-	syntax.Walk(w, func(n syntax.Node) bool {
-		switch n.(type) {
-		case *syntax.ParamExp, *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst:
-			dyn = true
+func dynamic(w *syntax.Word) bool { return dynamicParts(w.Parts) }
+
+func dynamicParts(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		switch x := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted, *syntax.ExtGlob:
+		case *syntax.DblQuoted:
+			if dynamicParts(x.Parts) {
+				return true
+			}
+		default: // parameter, command, process substitution, arithmetic
+			return true
 		}
-		return !dyn
-	})
-	return dyn
+	}
+	return false
+}
+
+// plainValue returns the value of a static word that needs no expansion
+// (no escapes, braces or $'...'), without calling expand.
+func plainValue(w *syntax.Word) (string, bool) {
+	if len(w.Parts) == 1 {
+		if lit, ok := w.Parts[0].(*syntax.Lit); ok && !strings.ContainsAny(lit.Value, "\\{") {
+			return lit.Value, true
+		}
+	}
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(x.Value, "\\{") {
+				return "", false
+			}
+			b.WriteString(x.Value)
+		case *syntax.SglQuoted:
+			if x.Dollar {
+				return "", false
+			}
+			b.WriteString(x.Value)
+		case *syntax.DblQuoted:
+			if x.Dollar {
+				return "", false
+			}
+			for _, q := range x.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok || strings.ContainsRune(lit.Value, '\\') {
+					return "", false
+				}
+				b.WriteString(lit.Value)
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
 }
 
 // word turns one syntax word into a Word (a static word with brace
@@ -336,23 +384,28 @@ func (a *analyzer) word(s *src, w *syntax.Word) Word {
 // words expands a syntax word into the arguments bash would pass: one
 // Word for a dynamic word, as many as brace expansion gives for a static
 // one.
-func (a *analyzer) words(s *src, w *syntax.Word) []Word {
+func (a *analyzer) words(s *src, w *syntax.Word) []Word { return a.appendWords(nil, s, w) }
+
+// appendWords appends the arguments w stands for to dst.
+func (a *analyzer) appendWords(dst []Word, s *src, w *syntax.Word) []Word {
 	raw := rawText(s, w)
 	if dynamic(w) {
-		return []Word{{Value: raw, Dynamic: true, Raw: raw}}
+		return append(dst, Word{Value: raw, Dynamic: true, Raw: raw})
+	}
+	if v, ok := plainValue(w); ok {
+		return append(dst, Word{Value: v, Raw: raw})
 	}
 	fields, err := expandFields(w)
 	if err != nil {
-		return []Word{{Value: raw, Dynamic: true, Raw: raw}}
+		return append(dst, Word{Value: raw, Dynamic: true, Raw: raw})
 	}
-	out := make([]Word, 0, len(fields))
+	if len(fields) == 0 { // "" is one empty argument
+		return append(dst, Word{Value: "", Raw: raw})
+	}
 	for _, f := range fields {
-		out = append(out, Word{Value: f, Raw: raw})
+		dst = append(dst, Word{Value: f, Raw: raw})
 	}
-	if len(out) == 0 { // "" is one empty argument; fields drops nothing else
-		out = append(out, Word{Value: "", Raw: raw})
-	}
-	return out
+	return dst
 }
 
 var expandConfig = &expand.Config{}
@@ -388,11 +441,11 @@ func (a *analyzer) call(s *src, c *syntax.CallExpr, stg stage, wrappers []string
 			assigns = append(assigns, as.Name.Value)
 		}
 	}
-	var args []Word
+	args := make([]Word, 0, len(c.Args))
 	var proc []int
 	for _, w := range c.Args {
 		proc = append(proc, a.nested(s, w, wrappers)...)
-		args = append(args, a.words(s, w)...)
+		args = a.appendWords(args, s, w)
 	}
 	if len(args) == 0 {
 		// Assignments alone set shell variables: nothing runs, but a
