@@ -134,24 +134,67 @@ var nonInteractive = []string{
 }
 
 // safeNames are host variables SafeEnv passes through: none holds a secret.
-var safeNames = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "USER", "LOGNAME", "TERM", "SHELL", "TZ", "TMPDIR"}
+var safeNames = []string{"PATH", "HOME", "LANG", "LC_*", "USER", "LOGNAME", "TERM", "SHELL", "TZ", "TMPDIR"}
 
 // SafeEnv returns the environment used when Spec.Env is nil: the host's
-// values of a fixed list of harmless variables (PATH, HOME, LANG, LC_ALL,
-// LC_CTYPE, USER, LOGNAME, TERM, SHELL, TZ, TMPDIR; PATH defaults to
-// DefaultPath) plus settings that keep tools non-interactive
-// (GIT_TERMINAL_PROMPT=0, EDITOR=true, PAGER=cat, CI=1, ...). Secrets in the
-// host's environment never appear in it.
-func SafeEnv() []string {
-	env := make([]string, 0, len(safeNames)+len(nonInteractive))
-	for _, k := range safeNames {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		} else if k == "PATH" {
-			env = append(env, "PATH="+DefaultPath)
+// values of a fixed list of harmless variables (PATH, HOME, LANG, LC_*,
+// USER, LOGNAME, TERM, SHELL, TZ, TMPDIR; PATH defaults to DefaultPath)
+// plus settings that keep tools non-interactive (GIT_TERMINAL_PROMPT=0,
+// EDITOR=true, PAGER=cat, CI=1, ...). Secrets in the host's environment
+// never appear in it.
+func SafeEnv() []string { return BuildEnv(nil, nil) }
+
+// NonInteractive returns the settings SafeEnv adds so that tools fail fast
+// instead of waiting for a person.
+func NonInteractive() []string { return append([]string(nil), nonInteractive...) }
+
+// BuildEnv returns SafeEnv's pass-through variables, then the host's
+// values of extra (names, or prefixes ending in "*" such as "AWS_*"), then
+// the non-interactive settings, then set ("KEY=value", overriding
+// anything before). A later entry for a key replaces an earlier one.
+func BuildEnv(extra []string, set []string) []string {
+	env := make([]string, 0, len(safeNames)+len(nonInteractive)+len(extra)+len(set))
+	index := map[string]int{}
+	put := func(k, v string) {
+		if i, ok := index[k]; ok {
+			env[i] = k + "=" + v
+			return
+		}
+		index[k] = len(env)
+		env = append(env, k+"="+v)
+	}
+	host := os.Environ()
+	pass := func(pattern string) {
+		if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
+			for _, kv := range host {
+				if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, prefix) && k != "" {
+					put(k, v)
+				}
+			}
+			return
+		}
+		if v, ok := os.LookupEnv(pattern); ok {
+			put(pattern, v)
 		}
 	}
-	return append(env, nonInteractive...)
+	for _, k := range safeNames {
+		pass(k)
+	}
+	if _, ok := index["PATH"]; !ok {
+		put("PATH", DefaultPath)
+	}
+	for _, k := range extra {
+		pass(k)
+	}
+	for _, kv := range nonInteractive {
+		k, v, _ := strings.Cut(kv, "=")
+		put(k, v)
+	}
+	for _, kv := range set {
+		k, v, _ := strings.Cut(kv, "=")
+		put(k, v)
+	}
+	return env
 }
 
 // lookupEnv returns the value of key in env (last one wins, as in exec).

@@ -268,6 +268,8 @@ EOF`, "rm-critical"},
 	{`declare -x BASH_ENV=/tmp/e`, "loader-env"},
 	{`LD_PRELOAD=/tmp/x.so`, "loader-env"},
 	{`FOO=1 BAR=2 make`, ""},
+	{`env LD_PRELOAD=/x.so bash -c 'ls'`, "loader-env"},
+	{`LD_PRELOAD=/x.so eval ls`, "loader-env"},
 	{`export PATH=$PATH:/opt/bin`, ""},
 	{`echo $LD_PRELOAD`, ""},
 	// ordinary commands

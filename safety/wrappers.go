@@ -153,6 +153,7 @@ func (a *analyzer) command(args []Word, base Command, stg stage) {
 				split, hasSplit = s, true
 			}
 			if hasSplit {
+				a.recordAssigns(args, base, stg)
 				base.Wrappers = append(base.Wrappers, "env -S")
 				a.script(split+" "+joinValues(rest), base.Depth+1, base.Wrappers, base.Pos)
 				return
@@ -310,8 +311,25 @@ func (a *analyzer) shell(args []Word, base Command, stg stage) bool {
 		a.unanalysable("nested-script", detail, base.Pos)
 		return true
 	}
+	a.recordAssigns(args, base, stg)
 	a.script(rest[0].Value, base.Depth+1, base.Wrappers, base.Pos)
 	return true
+}
+
+// recordAssigns records a wrapper that runs a nested script when
+// variables are set for it (env LD_PRELOAD=x bash -c ...): they apply to
+// the shell itself and to everything in the script.
+func (a *analyzer) recordAssigns(args []Word, base Command, stg stage) {
+	if len(base.Assigns) == 0 {
+		return
+	}
+	c := base
+	c.Args = args
+	c.Wrappers = clip(base.Wrappers)
+	if n := len(c.Wrappers); n > 0 {
+		c.Wrappers = c.Wrappers[:n-1] // the shell itself is the command here
+	}
+	a.record(c, info{stage: stg})
 }
 
 // eval reads literal arguments as nested source.
@@ -326,6 +344,7 @@ func (a *analyzer) eval(args []Word, base Command, stg stage) {
 		}
 		parts = append(parts, w.Value)
 	}
+	a.recordAssigns(args, base, stg)
 	base.Wrappers = append(base.Wrappers, "eval")
 	a.script(strings.Join(parts, " "), base.Depth+1, base.Wrappers, base.Pos)
 }

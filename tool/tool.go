@@ -230,6 +230,10 @@ func evalOrSelf(p string) string {
 // Approval is a person's answer.
 type Approval struct {
 	Approved bool
+	// Remember asks for later calls asking because of the same rule, in
+	// the same conversation, to be approved without asking (see
+	// SessionApprover).
+	Remember bool
 	// Reason is shown to the model when the call is refused.
 	Reason string
 }

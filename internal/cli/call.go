@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/agentexec/agentexec/audit"
 	"github.com/agentexec/agentexec/tool"
 	"github.com/spf13/cobra"
 )
@@ -18,31 +15,13 @@ import (
 const ExitToolError = 1
 
 type callOptions struct {
-	toolOptions
-	json           bool
-	cwd            string
-	conversation   string
-	grantTools     []string
-	grantFS        []string
-	auditLog       string
-	auditMax       int64
-	auditFailClose bool
-}
-
-// defaultAuditLog is where `agentexec call` records calls unless told
-// otherwise: $XDG_STATE_HOME/agentexec/audit.jsonl, or under ~/.local/state.
-func defaultAuditLog() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "agentexec", "audit.jsonl")
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "state", "agentexec", "audit.jsonl")
-	}
-	return ""
+	setupOptions
+	json         bool
+	conversation string
 }
 
 func newCallCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	o := &callOptions{auditLog: defaultAuditLog()}
+	o := &callOptions{}
 	cmd := &cobra.Command{
 		Use:   "call TOOL [JSON]",
 		Short: "Run one tool call and print exactly what the model would see",
@@ -50,8 +29,11 @@ func newCallCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 stdin, and print the text the model would see. --json prints the whole result:
 text, structured value, error kind and what ran.
 
-Every call is recorded in the audit log (JSON lines; environment variable names
-only, never their values).
+Every call passes the policy (the configuration's profile and rules, the
+built-in guardrails) before anything starts. When the policy asks, agentexec
+asks on the terminal; with no terminal the call is refused with a message
+saying how to allow it. Every call is recorded in the audit log (JSON lines;
+environment variable names only, never their values).
 
 Exit status: 0 for a result the model would read as success, 1 for an error
 result (invalid input, refused, failed command), 125 when agentexec itself
@@ -70,24 +52,22 @@ failed.`,
 			return o.run(cmd, args, stdin, stdout, stderr)
 		},
 	}
-	o.addFlags(cmd.Flags())
+	o.addPolicyFlags(cmd.Flags())
+	o.addToolFlags(cmd.Flags())
+	o.addCallFlags(cmd.Flags())
 	f := cmd.Flags()
 	f.BoolVar(&o.json, "json", false, "print the whole result as JSON")
-	f.StringVar(&o.cwd, "cwd", "", "workspace: the working directory of the call (default: the current one)")
 	f.StringVar(&o.conversation, "conversation", "cli", "conversation id recorded with the call")
-	f.StringSliceVar(&o.grantTools, "grant-tool", nil, "limit the agent to these tools (seed 003 tool grants); Exec needs one")
-	f.StringArrayVar(&o.grantFS, "grant-fs", nil, "grant MODE:PATH (r, w or rw) to the agent (seed 003 fs grants, repeatable)")
-	f.StringVar(&o.auditLog, "audit-log", o.auditLog, "audit log file ('off' to disable)")
-	f.Var(sizeFlag{&o.auditMax}, "audit-max-size", "rotate the audit log past this size (default 10MiB)")
-	f.BoolVar(&o.auditFailClose, "audit-fail-closed", false, "refuse to run a call that cannot be recorded in the audit log")
 	return cmd
 }
 
 func (o *callOptions) run(cmd *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	r, err := o.registry()
+	warn := func(err error) { fmt.Fprintln(stderr, "agentexec: warning:", err) }
+	h, err := o.host(cmd, warn)
 	if err != nil {
-		return &exitError{code: ExitFailed, msg: err.Error()}
+		return err
 	}
+	defer h.Close()
 	var input []byte
 	if len(args) == 2 && args[1] != "-" {
 		input = []byte(args[1])
@@ -97,44 +77,15 @@ func (o *callOptions) run(cmd *cobra.Command, args []string, stdin io.Reader, st
 			return &exitError{code: ExitFailed, msg: "reading the input from stdin: " + err.Error()}
 		}
 	}
-	call := &tool.Call{Conversation: o.conversation, WorkDir: o.cwd}
-	if call.WorkDir == "" {
-		call.WorkDir, _ = os.Getwd()
-	} else if abs, err := filepath.Abs(call.WorkDir); err == nil {
-		call.WorkDir = abs
+	call := h.Call(o.conversation)
+	if tty, err := openTTY(); err == nil {
+		defer tty.Close()
+		call.Approver = &tool.SessionApprover{Inner: &promptApprover{in: tty, out: tty}}
 	}
-	if fi, err := os.Stat(call.WorkDir); err != nil || !fi.IsDir() {
-		return &exitError{code: ExitFailed, msg: fmt.Sprintf("--cwd %s: not an existing directory", o.cwd)}
-	}
-	if o.grantTools != nil || o.grantFS != nil {
-		g := &tool.Grants{Tools: o.grantTools}
-		for _, s := range o.grantFS {
-			mode, path, ok := strings.Cut(s, ":")
-			if !ok || (mode != "r" && mode != "w" && mode != "rw") || !filepath.IsAbs(path) {
-				return &exitError{code: ExitFailed, msg: fmt.Sprintf("--grant-fs %q: want MODE:PATH with MODE r, w or rw and an absolute PATH, such as r:/usr", s)}
-			}
-			g.FS = append(g.FS, tool.FSGrant{Mode: mode, Path: path})
-		}
-		call.Grants = g
-	}
-	if o.auditLog != "" && o.auditLog != "off" {
-		sink, err := audit.OpenFile(o.auditLog, o.auditMax, audit.DefaultKeep)
-		if err != nil {
-			if o.auditFailClose {
-				return &exitError{code: ExitFailed, msg: err.Error() + " (and --audit-fail-closed is set)"}
-			}
-			fmt.Fprintln(stderr, "agentexec: warning:", err)
-		} else {
-			defer sink.Close()
-			r.Audit = sink
-		}
-	}
-	r.FailClosed = o.auditFailClose
-	r.OnAuditError = func(err error) { fmt.Fprintln(stderr, "agentexec: warning:", err) }
 
 	ctx, _, stop := interruptible(cmd.Context())
 	defer stop()
-	res := r.Dispatch(ctx, call, args[0], input)
+	res := h.Registry.Dispatch(ctx, call, args[0], input)
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)

@@ -22,6 +22,13 @@ func TestMain(m *testing.M) {
 		// one-shot process.
 		"cli": func(args []string) int { return Main(context.Background(), args, os.Stdin, os.Stdout, os.Stderr) },
 	})
+	// No configuration file of the machine's user may change the tests.
+	dir, err := os.MkdirTemp("", "agentexec-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	os.Unsetenv("AGENTEXEC_CONFIG")
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("os/signal.loop"), goleak.IgnoreAnyFunction("os/signal.signal_recv"))
 }
 

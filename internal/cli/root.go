@@ -66,11 +66,14 @@ in bounded memory.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: ExitFailed, msg: err.Error() + " (see '" + c.CommandPath() + " --help')"}
+		return &exitError{code: usageCode(c), msg: err.Error() + " (see '" + c.CommandPath() + " --help')"}
 	})
 	root.AddCommand(newRunCmd(stdout, stderr))
 	root.AddCommand(newToolsCmd(stdout))
 	root.AddCommand(newCallCmd(stdin, stdout, stderr))
+	root.AddCommand(newCheckCmd(stdout))
+	root.AddCommand(newHookCmd(stdin, stdout, stderr))
+	root.AddCommand(newConfigCmd(stdout))
 	return root
 }
 

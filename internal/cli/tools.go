@@ -36,19 +36,20 @@ func describeTools(r *tool.Registry, call *tool.Call) []toolInfo {
 }
 
 func newToolsCmd(stdout io.Writer) *cobra.Command {
-	o := &toolOptions{}
+	o := &setupOptions{}
 	var asJSON bool
-	var cwd string
 	cmd := &cobra.Command{
 		Use:   "tools",
 		Short: "List the registered tools with their descriptions and JSON schemas",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := o.registry()
+			o.auditLog = "off"
+			h, err := o.host(cmd, nil)
 			if err != nil {
-				return &exitError{code: ExitFailed, msg: err.Error()}
+				return err
 			}
-			infos := describeTools(r, &tool.Call{WorkDir: cwd})
+			defer h.Close()
+			infos := describeTools(h.Registry, h.Call(""))
 			if asJSON {
 				enc := json.NewEncoder(stdout)
 				enc.SetEscapeHTML(false)
@@ -71,9 +72,9 @@ func newToolsCmd(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	}
-	o.addFlags(cmd.Flags())
+	o.addPolicyFlags(cmd.Flags())
+	o.addToolFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
-	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory shown in descriptions (default: the current one)")
 	return cmd
 }
 

@@ -414,3 +414,66 @@ func BenchmarkDispatch(b *testing.B) {
 type discardCounter struct{ n int }
 
 func (d *discardCounter) Write(audit.Event) error { d.n++; return nil }
+
+// guardedRegistry is a registry with the guarded policy in front of the
+// bash tool, as the CLI and the MCP server build it.
+func guardedRegistry(t *testing.T, tl *Tool) (*tool.Registry, *audit.Memory) {
+	t.Helper()
+	eng, err := policy.NewEngine(policy.Guarded, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tool.NewRegistry()
+	r.Register(tl)
+	r.Checkers = []policy.Checker{eng}
+	mem := &audit.Memory{}
+	r.Audit = mem
+	return r, mem
+}
+
+// blocked runs a command the checker refuses and checks that nothing ran.
+func blocked(t *testing.T, command, message string) {
+	t.Helper()
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	r, mem := guardedRegistry(t, newTool(t, proctest.Token(t)))
+	res := r.Dispatch(context.Background(), &tool.Call{WorkDir: dir}, Name,
+		json.RawMessage(fmt.Sprintf(`{"command": %q}`, "touch "+marker+"; "+command)))
+	if res.Kind != tool.KindPermissionDenied || res.Text != message || res.Run != nil {
+		t.Errorf("got %+v", res)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a refused command ran")
+	}
+	if ev := mem.Events(); len(ev) != 1 || ev[0].Type != audit.Denied || ev[0].Decision != "deny" {
+		t.Errorf("audit %+v", ev)
+	}
+}
+
+// Seed 001's four integration tests: the checks run before execution.
+func Test_blocked_git_add(t *testing.T) {
+	blocked(t, "git add -A", "permission denied: blind git add commands (git add -A, git add ., git add --all, git add *) are not allowed, specify files explicitly")
+}
+
+func Test_blocked_rm_rf_root(t *testing.T) {
+	blocked(t, "rm -rf /", "permission denied: this rm command could delete critical data (.git, home directory, or root). Specify the full path explicitly (no wildcards, ~, or $HOME)")
+}
+
+func Test_blocked_git_push_force(t *testing.T) {
+	blocked(t, "git push --force", "permission denied: git push --force is not allowed. Use --force-with-lease for safer force pushes, or push without force")
+}
+
+func Test_allowed_command_runs(t *testing.T) {
+	r, mem := guardedRegistry(t, newTool(t, proctest.Token(t)))
+	res := r.Dispatch(context.Background(), &tool.Call{WorkDir: t.TempDir()}, Name, json.RawMessage(`{"command": "echo allowed && git --version >/dev/null"}`))
+	if res.IsError || res.Text != "allowed\n" {
+		t.Errorf("got %+v", res)
+	}
+	if ev := mem.Events(); len(ev) != 2 || ev[0].Type != audit.Dispatched || ev[1].Type != audit.Finished {
+		t.Errorf("audit %+v", ev)
+	}
+}
+
+func TestParseFailureRefused(t *testing.T) {
+	blocked(t, `echo "unterminated`, "Failed to parse script")
+}

@@ -1,0 +1,453 @@
+// Package config reads agentexec's configuration: an embedded default that
+// serves with no file at all, then at most one TOML file (from --config,
+// $AGENTEXEC_CONFIG, ./agentexec.toml or
+// $XDG_CONFIG_HOME/agentexec/config.toml, first found). Unknown keys and bad
+// values are errors naming the file, the line, the key and the accepted
+// form. The configuration remembers where each value came from.
+package config
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/agentexec/agentexec/policy"
+	"github.com/agentexec/agentexec/safety"
+)
+
+//go:embed default.toml
+var defaultTOML string
+
+// Default returns the text of the embedded default configuration, which is
+// also the commented starter file `agentexec config init` writes.
+func Default() string { return defaultTOML }
+
+// Contracts are the tool contracts a configuration may enable.
+var Contracts = []string{"exec", "bash", "Exec", "shell.exec"}
+
+// Config is the effective configuration.
+type Config struct {
+	Workspace string    `toml:"workspace"`
+	Profile   string    `toml:"profile"`
+	Env       EnvConfig `toml:"env"`
+	Tools     Tools     `toml:"tools"`
+	Grants    Grants    `toml:"grants"`
+	Audit     Audit     `toml:"audit"`
+	Jobs      Jobs      `toml:"jobs"`
+	Rules     []Rule    `toml:"rules"`
+
+	// File is the file read, or "" when only the default applies.
+	File string `toml:"-"`
+	// sources maps a key ("tools.enabled", "rules[0].id") to where its
+	// value came from.
+	sources map[string]string
+}
+
+// EnvConfig is the [env] table.
+type EnvConfig struct {
+	Pass []string          `toml:"pass"`
+	Set  map[string]string `toml:"set"`
+}
+
+// Tools is the [tools] table.
+type Tools struct {
+	Enabled   []string          `toml:"enabled"`
+	Names     map[string]string `toml:"names"`
+	Grace     Duration          `toml:"grace"`
+	ShellExec ShellExec         `toml:"shell_exec"`
+}
+
+// ShellExec is [tools.shell_exec]: seed 004's CommandPolicy and default
+// timeout.
+type ShellExec struct {
+	AllowExecutables          []string `toml:"allow_executables"`
+	DenyExecutables           []string `toml:"deny_executables"`
+	RequireApprovalForUnknown bool     `toml:"require_approval_for_unknown"`
+	DefaultTimeout            Duration `toml:"default_timeout"`
+}
+
+// Grants is [grants]: seed 003's tool and fs grants for the agent.
+type Grants struct {
+	Tools []string `toml:"tools"`
+	FS    []string `toml:"fs"`
+}
+
+// Audit is [audit].
+type Audit struct {
+	Path       string `toml:"path"`
+	MaxSize    Size   `toml:"max_size"`
+	Keep       int    `toml:"keep"`
+	FailClosed bool   `toml:"fail_closed"`
+}
+
+// Jobs is [jobs].
+type Jobs struct {
+	StateDir string `toml:"state_dir"`
+}
+
+// Rule is one [[rules]] entry.
+type Rule struct {
+	ID           string   `toml:"id" json:"id,omitempty"`
+	Action       string   `toml:"action" json:"action,omitempty"`
+	Reason       string   `toml:"reason" json:"reason,omitempty"`
+	Alternative  string   `toml:"alternative" json:"alternative,omitempty"`
+	Executables  []string `toml:"executables" json:"executables,omitempty"`
+	Prefix       string   `toml:"prefix" json:"prefix,omitempty"`
+	Builtin      string   `toml:"builtin" json:"builtin,omitempty"`
+	CwdRoots     []string `toml:"cwd_roots" json:"cwd_roots,omitempty"`
+	EnvKeys      []string `toml:"env_keys" json:"env_keys,omitempty"`
+	Tools        []string `toml:"tools" json:"tools,omitempty"`
+	MustMatch    []string `toml:"must_match" json:"must_match,omitempty"`
+	MustNotMatch []string `toml:"must_not_match" json:"must_not_match,omitempty"`
+}
+
+// Duration is a Go duration written as a string ("30s", "2m").
+type Duration time.Duration
+
+// UnmarshalText reads "30s".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil || v < 0 {
+		return fmt.Errorf("want a duration such as \"30s\" or \"2m\", not %q", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes "30s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Size is a byte count written as "10MiB", "64KiB" or a number.
+type Size int64
+
+// UnmarshalText reads "10MiB".
+func (s *Size) UnmarshalText(b []byte) error {
+	n, err := ParseSize(string(b))
+	if err != nil {
+		return err
+	}
+	*s = Size(n)
+	return nil
+}
+
+// MarshalText writes the size in bytes.
+func (s Size) MarshalText() ([]byte, error) { return []byte(strconv.FormatInt(int64(s), 10)), nil }
+
+// ParseSize reads 65536, 64KiB, 64KB, 1MiB, 1MB or 2GiB.
+func ParseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000_000}, {"GB", 1000_000_000}, {"B", 1}}
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("want a positive size such as 65536, 64KiB or 10MiB, not %q", s)
+	}
+	return n * mult, nil
+}
+
+// Error is a configuration error with its place.
+type Error struct {
+	File string // "" for the embedded default
+	Line int    // 0 when unknown
+	Key  string
+	Msg  string
+}
+
+// Error returns "file:line: key: message".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("config: ")
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			b.WriteString(":" + strconv.Itoa(e.Line))
+		}
+		b.WriteString(": ")
+	}
+	if e.Key != "" {
+		b.WriteString(e.Key + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Options say where to look.
+type Options struct {
+	// File is --config; it must exist when set.
+	File string
+	// Getenv reads the environment; nil means os.Getenv.
+	Getenv func(string) string
+	// Dir is where ./agentexec.toml is looked for; empty means the
+	// current directory.
+	Dir string
+}
+
+// Find returns the configuration file to read and whether it was named
+// explicitly (so that its absence is an error).
+func Find(o Options) (path string, explicit bool) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if o.File != "" {
+		return o.File, true
+	}
+	if f := getenv("AGENTEXEC_CONFIG"); f != "" {
+		return f, true
+	}
+	dir := o.Dir
+	if dir == "" {
+		dir = "."
+	}
+	candidates := []string{filepath.Join(dir, "agentexec.toml")}
+	if x := getenv("XDG_CONFIG_HOME"); x != "" {
+		candidates = append(candidates, filepath.Join(x, "agentexec", "config.toml"))
+	} else if h := getenv("HOME"); h != "" {
+		candidates = append(candidates, filepath.Join(h, ".config", "agentexec", "config.toml"))
+	}
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c, false
+		}
+	}
+	return "", false
+}
+
+// Load reads the default and the file Find chooses, and validates the
+// result.
+func Load(o Options) (*Config, error) {
+	path, explicit := Find(o)
+	if path == "" {
+		return Parse("", "")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && explicit {
+			return nil, &Error{File: path, Msg: "no such file (named by --config or $AGENTEXEC_CONFIG)"}
+		}
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	return Parse(path, string(b))
+}
+
+// Parse reads the default, then text (the content of file, which names it
+// in errors), and validates the result. Empty text means the default
+// alone.
+func Parse(file, text string) (*Config, error) {
+	c := &Config{sources: map[string]string{}}
+	if _, err := toml.Decode(defaultTOML, c); err != nil {
+		return nil, fmt.Errorf("config: the embedded default is broken: %w", err)
+	}
+	if text != "" {
+		c.File = file
+		before := *c
+		c.Rules = nil // rules come from the file only
+		c.Env.Set, c.Tools.Names = nil, nil
+		md, err := toml.Decode(text, c)
+		if err != nil {
+			return nil, decodeError(file, text, err)
+		}
+		if c.Env.Set == nil {
+			c.Env.Set = before.Env.Set
+		}
+		if c.Tools.Names == nil {
+			c.Tools.Names = before.Tools.Names
+		}
+		if undecoded := md.Undecoded(); len(undecoded) > 0 {
+			k := undecoded[0]
+			return nil, &Error{File: file, Line: lineOf(text, k), Key: k.String(), Msg: "unknown key; " + accepted(k)}
+		}
+		for _, k := range md.Keys() {
+			c.sources[keyName(k)] = fmt.Sprintf("%s:%d", file, lineOf(text, k))
+		}
+	}
+	if err := c.validate(text); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// keyName writes a key path with array indexes: rules[0].id.
+func keyName(k toml.Key) string {
+	return strings.Join(k, ".")
+}
+
+// Source says where the value of key came from: "file:line" or "default".
+func (c *Config) Source(key string) string {
+	if s, ok := c.sources[key]; ok {
+		return s
+	}
+	return "default"
+}
+
+// known lists the keys of each table, for "unknown key" errors.
+var known = map[string][]string{
+	"":                 {"workspace", "profile", "env", "tools", "grants", "audit", "jobs", "rules"},
+	"env":              {"pass", "set"},
+	"tools":            {"enabled", "names", "grace", "shell_exec"},
+	"tools.shell_exec": {"allow_executables", "deny_executables", "require_approval_for_unknown", "default_timeout"},
+	"grants":           {"tools", "fs"},
+	"audit":            {"path", "max_size", "keep", "fail_closed"},
+	"jobs":             {"state_dir"},
+	"rules":            {"id", "action", "reason", "alternative", "executables", "prefix", "builtin", "cwd_roots", "env_keys", "tools", "must_match", "must_not_match"},
+}
+
+func accepted(k toml.Key) string {
+	table := strings.Join(k[:len(k)-1], ".")
+	keys, ok := known[table]
+	if !ok {
+		return "this table takes no such key"
+	}
+	where := "at the top level"
+	if table != "" {
+		where = "in [" + table + "]"
+	}
+	return "the keys " + where + " are " + strings.Join(keys, ", ")
+}
+
+// decodeError turns a TOML error into an Error with its line.
+func decodeError(file, text string, err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		msg := pe.Message
+		if pe.LastKey != "" {
+			return &Error{File: file, Line: pe.Position.Line, Key: pe.LastKey, Msg: msg}
+		}
+		return &Error{File: file, Line: pe.Position.Line, Msg: msg}
+	}
+	if m := typeErr.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{File: file, Line: line, Key: m[2], Msg: m[3]}
+	}
+	return &Error{File: file, Msg: err.Error()}
+}
+
+// typeErr matches the decoder's errors for values of the wrong type.
+var typeErr = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+
+// Check validates the configuration again, after a caller changed fields
+// (command-line flags); errors carry no line.
+func (c *Config) Check() error { return c.validate("") }
+
+// validate checks values that TOML types alone do not.
+func (c *Config) validate(text string) error {
+	fail := func(key, format string, args ...any) error {
+		return &Error{File: c.File, Line: lineOfName(text, key), Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch c.Profile {
+	case "open", "guarded", "strict":
+	default:
+		return fail("profile", "%q is not a profile; use open, guarded or strict", c.Profile)
+	}
+	if c.Workspace != "" && !filepath.IsAbs(c.Workspace) {
+		return fail("workspace", "%q: use an absolute path (or leave it empty for the current directory)", c.Workspace)
+	}
+	for _, t := range c.Tools.Enabled {
+		if !slices.Contains(Contracts, t) {
+			return fail("tools.enabled", "%q is not a contract; the contracts are %s", t, strings.Join(Contracts, ", "))
+		}
+	}
+	for k, v := range c.Tools.Names {
+		if !slices.Contains(Contracts, k) {
+			return fail("tools.names", "%q is not a contract; the contracts are %s", k, strings.Join(Contracts, ", "))
+		}
+		if v == "" {
+			return fail("tools.names", "the name for %q is empty", k)
+		}
+	}
+	for _, k := range c.Env.Pass {
+		if k == "" || strings.ContainsAny(k, "= \x00") || strings.Contains(strings.TrimSuffix(k, "*"), "*") {
+			return fail("env.pass", "%q: use a variable name, or a prefix ending in * such as \"GO*\"", k)
+		}
+	}
+	for k := range c.Env.Set {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fail("env.set", "%q is not a variable name", k)
+		}
+	}
+	for _, g := range c.Grants.FS {
+		mode, p, ok := strings.Cut(g, ":")
+		if !ok || (mode != "r" && mode != "w" && mode != "rw") || !filepath.IsAbs(p) {
+			return fail("grants.fs", "%q: use MODE:PATH with MODE r, w or rw and an absolute path, such as \"r:/usr\"", g)
+		}
+	}
+	if c.Audit.Keep < 0 {
+		return fail("audit.keep", "must not be negative")
+	}
+	pol := policy.CommandPolicy{Allow: c.Tools.ShellExec.AllowExecutables, Deny: c.Tools.ShellExec.DenyExecutables}
+	if err := pol.Validate(); err != nil {
+		return fail("tools.shell_exec", "%s", strings.TrimPrefix(err.Error(), "policy: "))
+	}
+	if _, err := c.Engine(); err != nil {
+		var re *policy.RuleError
+		if errors.As(err, &re) {
+			key := fmt.Sprintf("rules[%d]", re.Index)
+			if re.Field != "" {
+				key += "." + re.Field
+			}
+			return &Error{File: c.File, Line: lineOfRule(text, re.Index, re.Field), Key: key, Msg: re.Msg}
+		}
+		return fail("rules", "%v", err)
+	}
+	return nil
+}
+
+// Engine builds the policy engine the configuration describes.
+func (c *Config) Engine() (*policy.Engine, error) {
+	rules := make([]policy.Rule, len(c.Rules))
+	for i, r := range c.Rules {
+		var v policy.Verdict
+		switch r.Action {
+		case "allow":
+			v = policy.Allow
+		case "ask":
+			v = policy.Ask
+		case "deny":
+			v = policy.Deny
+		default:
+			return nil, &policy.RuleError{Index: i, ID: r.ID, Field: "action", Msg: fmt.Sprintf("%q: use allow, ask or deny", r.Action)}
+		}
+		rules[i] = policy.Rule{
+			ID: r.ID, Action: v, Reason: r.Reason, Alternative: r.Alternative, Executables: r.Executables, Prefix: r.Prefix,
+			Builtin: r.Builtin, CwdRoots: r.CwdRoots, EnvKeys: r.EnvKeys, Tools: r.Tools, MustMatch: r.MustMatch, MustNotMatch: r.MustNotMatch,
+		}
+	}
+	return policy.NewEngine(policy.Profile(c.Profile), rules)
+}
+
+// BuiltinRules lists the ids a rule's builtin may name, for help texts.
+func BuiltinRules() []string {
+	ids := []string{}
+	for _, r := range safety.Rules {
+		ids = append(ids, r.ID)
+	}
+	return append(ids, policy.RuleParseError, policy.RuleDynamicCommand, policy.RuleNestedScript)
+}
+
+// Keys returns the keys whose values came from the file, sorted.
+func (c *Config) Keys() []string {
+	var keys []string
+	for k := range c.sources {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,157 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefault(t *testing.T) {
+	c, err := Parse("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Profile != "guarded" || strings.Join(c.Tools.Enabled, ",") != "exec,bash,shell.exec" || time.Duration(c.Tools.Grace) != 2*time.Second ||
+		c.Audit.MaxSize != 10<<20 || c.Audit.Keep != 3 || time.Duration(c.Tools.ShellExec.DefaultTimeout) != 2*time.Minute {
+		t.Errorf("default %+v", c)
+	}
+	if c.Source("profile") != "default" {
+		t.Errorf("source %q", c.Source("profile"))
+	}
+}
+
+func TestFileOverrides(t *testing.T) {
+	text := `profile = "strict"
+
+[env]
+pass = ["GOPATH", "npm_config_*"]
+set = { NODE_ENV = "test" }
+
+[tools]
+enabled = ["bash", "Exec"]
+names = { "shell.exec" = "shell_exec" }
+
+[tools.shell_exec]
+deny_executables = ["rm"]
+
+[[rules]]
+id = "no-publish"
+action = "deny"
+prefix = "npm publish"
+must_match = ["npm publish"]
+must_not_match = ["npm test"]
+`
+	c, err := Parse("/etc/agentexec.toml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Profile != "strict" || c.Env.Set["NODE_ENV"] != "test" || c.Tools.Names["shell.exec"] != "shell_exec" || len(c.Rules) != 1 ||
+		strings.Join(c.Tools.ShellExec.DenyExecutables, ",") != "rm" || c.Audit.Keep != 3 {
+		t.Errorf("config %+v", c)
+	}
+	for key, want := range map[string]string{"profile": "/etc/agentexec.toml:1", "env.pass": "/etc/agentexec.toml:4", "tools.enabled": "/etc/agentexec.toml:8", "audit.keep": "default"} {
+		if got := c.Source(key); got != want {
+			t.Errorf("Source(%s) = %q, want %q", key, got, want)
+		}
+	}
+	if _, err := c.Engine(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestErrors: every error names the file, the line and the key, and says
+// what is accepted.
+func TestErrors(t *testing.T) {
+	cases := []struct{ text, want string }{
+		{`profile = "paranoid"`, `config: f.toml:1: profile: "paranoid" is not a profile; use open, guarded or strict`},
+		{"\n\nprofle = \"open\"", "config: f.toml:3: profle: unknown key; the keys at the top level are workspace, profile, env, tools, grants, audit, jobs, rules"},
+		{"[tools]\nenabeld = []", "config: f.toml:2: tools.enabeld: unknown key; the keys in [tools] are enabled, names, grace, shell_exec"},
+		{"[tools]\nenabled = [\"zsh\"]", `config: f.toml:2: tools.enabled: "zsh" is not a contract; the contracts are exec, bash, Exec, shell.exec`},
+		{"[tools]\ngrace = \"soon\"", `config: f.toml:2: tools.grace: `},
+		{"[audit]\nmax_size = \"lots\"", `config: f.toml:2: audit.max_size: `},
+		{"[audit]\nkeep = \"three\"", `config: f.toml:2: audit.keep: `},
+		{"profile = ", "config: f.toml:1: "},
+		{"[grants]\nfs = [\"/usr\"]", `config: f.toml:2: grants.fs: "/usr": use MODE:PATH`},
+		{"[env]\npass = [\"A*B\"]", `config: f.toml:2: env.pass: "A*B": use a variable name`},
+		{"[tools.shell_exec]\ndeny_executables = [\"bin/rm\"]", `config: f.toml:1: tools.shell_exec: deny_executables[0] = "bin/rm"`},
+		{"workspace = \"relative\"", `config: f.toml:1: workspace: "relative": use an absolute path`},
+		{"[[rules]]\nid = \"x\"\naction = \"block\"\nprefix = \"rm\"", `config: f.toml:3: rules[0].action: "block": use allow, ask or deny`},
+		{"[[rules]]\nid = \"a\"\naction = \"deny\"\nprefix = \"x\"\n\n[[rules]]\nid = \"b\"\naction = \"deny\"\nprefix = \"npm publish\"\nmust_match = [\"npm test\"]",
+			`config: f.toml:10: rules[1].must_match: the example "npm test" does not match this rule`},
+		{"[[rules]]\nid = \"a\"\naction = \"deny\"", `config: f.toml:1: rules[0]: a rule needs at least one of`},
+		{"[[rules]]\nid = \"a\"\naction = \"deny\"\nbuiltin = \"no-such\"", `config: f.toml:4: rules[0].builtin: "no-such" is not a built-in rule`},
+		{"[[rules]]\nid = \"a\"\nactoin = \"deny\"", `config: f.toml:3: rules.actoin: unknown key; the keys in [rules] are id, action`},
+	}
+	for _, c := range cases {
+		_, err := Parse("f.toml", c.text)
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q:\ngot  %v\nwant %q", c.text, err, c.want)
+		}
+	}
+}
+
+func TestFind(t *testing.T) {
+	dir := t.TempDir()
+	xdg := filepath.Join(dir, "xdg")
+	os.MkdirAll(filepath.Join(xdg, "agentexec"), 0o755)
+	os.WriteFile(filepath.Join(xdg, "agentexec", "config.toml"), []byte(`profile = "open"`), 0o644)
+	env := map[string]string{"XDG_CONFIG_HOME": xdg}
+	getenv := func(k string) string { return env[k] }
+	if p, _ := Find(Options{Getenv: getenv, Dir: dir}); p != filepath.Join(xdg, "agentexec", "config.toml") {
+		t.Errorf("xdg: %q", p)
+	}
+	os.WriteFile(filepath.Join(dir, "agentexec.toml"), []byte(`profile = "strict"`), 0o644)
+	if p, _ := Find(Options{Getenv: getenv, Dir: dir}); p != filepath.Join(dir, "agentexec.toml") {
+		t.Errorf("./agentexec.toml: %q", p)
+	}
+	env["AGENTEXEC_CONFIG"] = "/from/env.toml"
+	if p, explicit := Find(Options{Getenv: getenv, Dir: dir}); p != "/from/env.toml" || !explicit {
+		t.Errorf("env: %q", p)
+	}
+	if p, _ := Find(Options{Getenv: getenv, Dir: dir, File: "/flag.toml"}); p != "/flag.toml" {
+		t.Errorf("flag: %q", p)
+	}
+	_, err := Load(Options{Getenv: getenv, Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "/from/env.toml: no such file") {
+		t.Errorf("missing explicit file: %v", err)
+	}
+	delete(env, "AGENTEXEC_CONFIG")
+	c, err := Load(Options{Getenv: getenv, Dir: dir})
+	if err != nil || c.Profile != "strict" {
+		t.Errorf("load: %+v %v", c, err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"65536": 65536, "64KiB": 64 << 10, "10MiB": 10 << 20, "1MB": 1000000, "2GiB": 2 << 30} {
+		if got, err := ParseSize(in); got != want || err != nil {
+			t.Errorf("ParseSize(%q) = %d %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "-1", "0", "1XB", "lots", "99999999999GiB"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}
+
+// FuzzParse: the loader never panics, and what it accepts is valid.
+func FuzzParse(f *testing.F) {
+	f.Add(Default())
+	f.Add("profile = \"strict\"\n[[rules]]\nid = \"a\"\naction = \"deny\"\nprefix = \"rm\"\n")
+	f.Add("[tools]\nenabled = [\"bash\"]\nnames = { bash = \"sh\" }\n")
+	f.Add("[env]\nset = { A = \"b\" }\npass = [\"GO*\"]")
+	f.Fuzz(func(t *testing.T, text string) {
+		c, err := Parse("f.toml", text)
+		if err != nil {
+			return
+		}
+		if err := c.Check(); err != nil {
+			t.Fatalf("accepted, then invalid: %v", err)
+		}
+	})
+}

@@ -1,0 +1,177 @@
+// Package host assembles what serves tool calls from a configuration: the
+// policy engine, the tool registry with the enabled contracts under their
+// names, the environment commands get, the agent's grants, the audit log
+// and the job manager. The CLI and the MCP server both start here.
+package host
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentexec/agentexec/audit"
+	"github.com/agentexec/agentexec/config"
+	"github.com/agentexec/agentexec/jobs"
+	"github.com/agentexec/agentexec/policy"
+	"github.com/agentexec/agentexec/runner"
+	"github.com/agentexec/agentexec/tool"
+	"github.com/agentexec/agentexec/tool/bash"
+	toolexec "github.com/agentexec/agentexec/tool/exec"
+	"github.com/agentexec/agentexec/tool/execv"
+	"github.com/agentexec/agentexec/tool/shellexec"
+)
+
+// Host is an assembled configuration. Close it when done.
+type Host struct {
+	Config *config.Config
+	// Engine is the policy every call passes (also registered as the
+	// registry's checker).
+	Engine   *policy.Engine
+	Registry *tool.Registry
+	Jobs     *jobs.Manager
+	// Env is the environment commands get (before per-call env).
+	Env []string
+	// Workspace is the default working directory (absolute).
+	Workspace string
+	// Grants are the agent's grants from the configuration; nil when none
+	// are configured.
+	Grants *tool.Grants
+	// AuditFile is the open audit log, or nil when it is off.
+	AuditFile *audit.File
+}
+
+// DefaultAuditPath is where the audit log goes when the configuration
+// leaves audit.path empty: $XDG_STATE_HOME/agentexec/audit.jsonl, or
+// ~/.local/state/agentexec/audit.jsonl.
+func DefaultAuditPath() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "agentexec", "audit.jsonl")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "agentexec", "audit.jsonl")
+	}
+	return ""
+}
+
+// Options adjust what New builds.
+type Options struct {
+	// AuditWarn, if set, receives audit problems that do not stop the
+	// host (the log cannot be opened and fail_closed is off).
+	AuditWarn func(error)
+}
+
+// New builds a Host from cfg.
+func New(cfg *config.Config, o Options) (*Host, error) {
+	eng, err := cfg.Engine()
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{Config: cfg, Engine: eng, Jobs: &jobs.Manager{StateDir: cfg.Jobs.StateDir}}
+	h.Workspace = cfg.Workspace
+	if h.Workspace == "" {
+		if h.Workspace, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("host: cannot find the current directory: %w", err)
+		}
+	}
+	if fi, err := os.Stat(h.Workspace); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("host: workspace %s is not an existing directory", h.Workspace)
+	}
+	var set []string
+	keys := make([]string, 0, len(cfg.Env.Set))
+	for k := range cfg.Env.Set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		set = append(set, k+"="+cfg.Env.Set[k])
+	}
+	h.Env = runner.BuildEnv(cfg.Env.Pass, set)
+
+	if len(cfg.Grants.Tools) > 0 || len(cfg.Grants.FS) > 0 {
+		h.Grants = &tool.Grants{Tools: cfg.Grants.Tools}
+		for _, g := range cfg.Grants.FS {
+			mode, p, _ := strings.Cut(g, ":")
+			h.Grants.FS = append(h.Grants.FS, tool.FSGrant{Mode: mode, Path: p})
+		}
+	}
+
+	grace := time.Duration(cfg.Tools.Grace)
+	r := tool.NewRegistry()
+	r.Checkers = []policy.Checker{eng}
+	seen := map[string]bool{}
+	for _, name := range cfg.Tools.Enabled {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		var t tool.Tool
+		switch name {
+		case toolexec.Name:
+			t = &toolexec.Tool{Env: h.Env, Grace: grace}
+		case bash.Name:
+			t = &bash.Tool{Env: h.Env, Grace: grace, Jobs: h.Jobs}
+		case execv.Name:
+			t = &execv.Tool{}
+		case shellexec.Name:
+			t = &shellexec.Tool{
+				Env:   h.Env,
+				Grace: grace,
+				Policy: policy.CommandPolicy{
+					Allow: cfg.Tools.ShellExec.AllowExecutables, Deny: cfg.Tools.ShellExec.DenyExecutables,
+					RequireApprovalForUnknown: cfg.Tools.ShellExec.RequireApprovalForUnknown,
+				},
+				DefaultTimeout: time.Duration(cfg.Tools.ShellExec.DefaultTimeout),
+			}
+		default:
+			return nil, fmt.Errorf("host: unknown contract %q; the contracts are %s", name, strings.Join(config.Contracts, ", "))
+		}
+		exposed := name
+		if n, ok := cfg.Tools.Names[name]; ok {
+			exposed = n
+		}
+		if err := r.RegisterAs(exposed, t); err != nil {
+			return nil, err
+		}
+	}
+	h.Registry = r
+
+	path := cfg.Audit.Path
+	if path == "" {
+		path = DefaultAuditPath()
+	}
+	r.FailClosed = cfg.Audit.FailClosed
+	if path != "off" && path != "" {
+		f, err := audit.OpenFile(path, int64(cfg.Audit.MaxSize), cfg.Audit.Keep)
+		switch {
+		case err != nil && cfg.Audit.FailClosed:
+			return nil, fmt.Errorf("%w (and audit.fail_closed is set)", err)
+		case err != nil:
+			if o.AuditWarn != nil {
+				o.AuditWarn(err)
+			}
+		default:
+			h.AuditFile = f
+			r.Audit = f
+		}
+	}
+	if o.AuditWarn != nil {
+		r.OnAuditError = o.AuditWarn
+	}
+	return h, nil
+}
+
+// Call returns a call context with the host's workspace and grants.
+func (h *Host) Call(conversation string) *tool.Call {
+	return &tool.Call{Conversation: conversation, WorkDir: h.Workspace, Grants: h.Grants}
+}
+
+// Close closes the audit log.
+func (h *Host) Close() error {
+	if h.AuditFile != nil {
+		return h.AuditFile.Close()
+	}
+	return nil
+}
