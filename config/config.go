@@ -143,12 +143,14 @@ func (s *Size) UnmarshalText(b []byte) error {
 // MarshalText writes the size in bytes.
 func (s Size) MarshalText() ([]byte, error) { return []byte(strconv.FormatInt(int64(s), 10)), nil }
 
-// ParseSize reads 65536, 64KiB, 64KB, 1MiB, 1MB or 2GiB.
+// ParseSize reads a positive byte count: 65536, 64KiB, 64KB, 64K (KiB),
+// 1MiB, 1MB, 1M, 2GiB, 2GB or 2G; at most 1 PiB.
 func ParseSize(s string) (int64, error) {
 	units := []struct {
 		suffix string
 		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000_000}, {"GB", 1000_000_000}, {"B", 1}}
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000_000}, {"GB", 1000_000_000},
+		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}}
 	num, mult := strings.TrimSpace(s), int64(1)
 	for _, u := range units {
 		if strings.HasSuffix(num, u.suffix) {
@@ -157,7 +159,7 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > (1<<62)/mult {
+	if err != nil || n <= 0 || n > (1<<50)/mult {
 		return 0, fmt.Errorf("want a positive size such as 65536, 64KiB or 10MiB, not %q", s)
 	}
 	return n * mult, nil

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/agentexec/agentexec/config"
 	"strconv"
 	"strings"
 	"time"
@@ -43,30 +44,7 @@ func (f sizeFlag) Set(s string) error {
 	return nil
 }
 
-var sizeUnits = []struct {
-	suffix string
-	mult   int64
-}{
-	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-	{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
-	{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
-}
-
-func parseSize(s string) (int64, error) {
-	bad := fmt.Errorf("want a positive size such as 65536, 64KiB, 1MiB or 1MB")
-	num, mult := strings.TrimSpace(s), int64(1)
-	for _, u := range sizeUnits {
-		if strings.HasSuffix(num, u.suffix) {
-			num, mult = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > (1<<50)/mult {
-		return 0, bad
-	}
-	return n * mult, nil
-}
+func parseSize(s string) (int64, error) { return config.ParseSize(s) }
 
 // envFlag collects repeated KEY=value entries.
 type envFlag struct{ entries *[]string }
