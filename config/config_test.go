@@ -14,7 +14,7 @@ func TestDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Profile != "guarded" || strings.Join(c.Tools.Enabled, ",") != "exec,bash,shell.exec" || time.Duration(c.Tools.Grace) != 2*time.Second ||
+	if c.Profile != "guarded" || strings.Join(c.Tools.Enabled, ",") != "bash" || time.Duration(c.Tools.Grace) != 2*time.Second ||
 		c.Audit.MaxSize != 10<<20 || c.Audit.Keep != 3 || time.Duration(c.Tools.ShellExec.DefaultTimeout) != 2*time.Minute {
 		t.Errorf("default %+v", c)
 	}

@@ -2,6 +2,11 @@
 
 package jobs
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 func detached() *syscall.SysProcAttr { return nil }
+
+func terminate(p *os.Process) { p.Kill() }

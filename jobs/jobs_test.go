@@ -121,3 +121,20 @@ func TestCompletionLine(t *testing.T) {
 		}
 	}
 }
+
+func TestStopAll(t *testing.T) {
+	token := proctest.Token(t)
+	m := &Manager{StateDir: t.TempDir()}
+	job, err := m.Start(context.Background(), Spec{Command: "echo up; sleep 600", Env: append(runner.SafeEnv(), token), Grace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, job.OutputFile, "up\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m.StopAll(ctx)
+	if out := waitOutput(t, job.OutputFile, "[background process failed"); out != "up\n\n\n[background process failed: stopped because agentexec shut down]\n" {
+		t.Errorf("output %q", out)
+	}
+	proctest.NoSurvivors(t, token)
+}

@@ -33,6 +33,35 @@ type Manager struct {
 	Executable string
 
 	reapers sync.WaitGroup // one per supervisor still running
+	mu      sync.Mutex
+	live    map[*os.Process]bool // supervisors not yet reaped
+}
+
+// StopAll ends every job this Manager started that is still running: each
+// supervisor gets SIGTERM, ends its job's tree (SIGTERM, grace, SIGKILL),
+// appends the completion line and exits. StopAll waits for them until ctx
+// is done, then kills the supervisors that are left. It is what a
+// long-lived server calls when it shuts down.
+func (m *Manager) StopAll(ctx context.Context) {
+	m.mu.Lock()
+	procs := make([]*os.Process, 0, len(m.live))
+	for p := range m.live {
+		procs = append(procs, p)
+	}
+	m.mu.Unlock()
+	for _, p := range procs {
+		terminate(p)
+	}
+	done := make(chan struct{})
+	go func() { m.reapers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		for _, p := range procs {
+			p.Kill()
+		}
+		<-done
+	}
 }
 
 // Wait waits until every supervisor this Manager started has exited (their
@@ -157,9 +186,18 @@ func (m *Manager) launch(ctx context.Context, exe string, p *plan) (int, error) 
 		return 0, fmt.Errorf("jobs: cannot start the supervisor %s: %w", exe, err)
 	}
 	m.reapers.Add(1)
+	m.mu.Lock()
+	if m.live == nil {
+		m.live = map[*os.Process]bool{}
+	}
+	m.live[proc] = true
+	m.mu.Unlock()
 	go func() { // reap it if this process lives longer than the job
 		defer m.reapers.Done()
 		proc.Wait()
+		m.mu.Lock()
+		delete(m.live, proc)
+		m.mu.Unlock()
 	}()
 
 	go func() {

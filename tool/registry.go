@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -173,6 +174,9 @@ func (r *Registry) Dispatch(ctx context.Context, call *Call, name string, input 
 	ev.Decision, ev.Rule, ev.Reason = d.Verdict.String(), d.Rule, d.Reason
 	if d.Verdict == policy.Ask {
 		approved, why := r.ask(ctx, call, t.Name(), req, d)
+		if why == pendingText {
+			return &Result{Text: "approval pending: " + d.Reason, IsError: true, Kind: KindApprovalPending, Decision: &d}
+		}
 		if !approved {
 			d = policy.Decision{Verdict: policy.Deny, Rule: d.Rule, Reason: d.Reason, Alternative: d.Alternative, Text: why}
 			ev.Decision = "declined"
@@ -209,6 +213,8 @@ func (r *Registry) ask(ctx context.Context, call *Call, toolName string, req pol
 	}
 	a, err := call.Approver.Approve(ctx, ApprovalRequest{Tool: toolName, Request: req, Decision: d})
 	switch {
+	case errors.Is(err, ErrApprovalPending):
+		return false, pendingText
 	case err != nil:
 		return false, fmt.Sprintf("permission denied: approval could not be obtained (%v); the command did not run", err)
 	case !a.Approved:
@@ -220,6 +226,9 @@ func (r *Registry) ask(ctx context.Context, call *Call, toolName string, req pol
 	}
 	return true, ""
 }
+
+// pendingText marks an approval that will be answered later.
+const pendingText = "\x00pending"
 
 func refuse(t Tool, d policy.Decision) *Result {
 	if rf, ok := t.(Refuser); ok {

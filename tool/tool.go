@@ -13,6 +13,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -58,7 +59,16 @@ const (
 	// KindAudit: the audit log could not be written and the registry fails
 	// closed. Nothing ran.
 	KindAudit ErrorKind = "audit_error"
+	// KindApprovalPending: the policy asks, and the approver will answer
+	// later (an MCP client asked through elicitation). Nothing ran; the
+	// host retries the call with the answer.
+	KindApprovalPending ErrorKind = "approval_pending"
 )
+
+// ErrApprovalPending is returned by an Approver that will get its answer
+// later; Dispatch then returns a result of kind KindApprovalPending,
+// writes no refusal to the audit log, and runs nothing.
+var ErrApprovalPending = errors.New("tool: approval pending")
 
 // Result is the outcome of one call.
 type Result struct {

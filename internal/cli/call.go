@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"slices"
+
 	"encoding/json"
 	"fmt"
+	"github.com/agentexec/agentexec/config"
 	"io"
 	"strings"
 
@@ -38,13 +41,13 @@ environment variable names only, never their values).
 Exit status: 0 for a result the model would read as success, 1 for an error
 result (invalid input, refused, failed command), 125 when agentexec itself
 failed.`,
-		Example: `  agentexec call exec '{"command": "ls -la"}'
-  agentexec call bash '{"command": "make test", "mode": "slow"}'
-  echo '{"executable": "git", "argv": ["status"]}' | agentexec call shell.exec
+		Example: `  agentexec call bash '{"command": "make test", "mode": "slow"}'
+  agentexec call --tools exec exec '{"command": "ls -la"}'
+  echo '{"executable": "git", "argv": ["status"]}' | agentexec call --tools shell.exec shell.exec
   agentexec call --tools Exec --grant-tool Exec --grant-fs r:/usr Exec '{"argv": ["/usr/bin/id"]}'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
-				return &exitError{code: ExitFailed, msg: `call: give a tool name and its JSON input, such as: agentexec call exec '{"command": "ls"}'`}
+				return &exitError{code: ExitFailed, msg: `call: give a tool name and its JSON input, such as: agentexec call bash '{"command": "ls"}'`}
 			}
 			return nil
 		},
@@ -76,6 +79,10 @@ func (o *callOptions) run(cmd *cobra.Command, args []string, stdin io.Reader, st
 		if err != nil {
 			return &exitError{code: ExitFailed, msg: "reading the input from stdin: " + err.Error()}
 		}
+	}
+	if _, ok := h.Registry.Lookup(args[0]); !ok && slices.Contains(config.Contracts, args[0]) {
+		return &exitError{code: ExitToolError, msg: fmt.Sprintf("the %s contract is not enabled; enable it with --tools %s or tools.enabled in the configuration (enabled: %s)",
+			args[0], args[0], strings.Join(h.Registry.Names(), ", "))}
 	}
 	call := h.Call(o.conversation)
 	if tty, err := openTTY(); err == nil {

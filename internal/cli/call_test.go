@@ -44,16 +44,17 @@ func TestCallContracts(t *testing.T) {
 		code   int
 		stdout string
 	}{
-		{"exec", []string{"call", "exec", `{"command": "echo hello"}`}, 0, "[Exit Code: 0]\n\nhello\n"},
-		{"exec error", []string{"call", "exec", `{"command": ""}`}, 1, "Parameter 'command' is required and cannot be empty\n"},
+		{"exec", []string{"call", "--tools", "exec", "exec", `{"command": "echo hello"}`}, 0, "[Exit Code: 0]\n\nhello\n"},
+		{"exec error", []string{"call", "--tools", "exec", "exec", `{"command": ""}`}, 1, "Parameter 'command' is required and cannot be empty\n"},
 		{"bash", []string{"call", "bash", `{"command": "echo out; echo err >&2"}`}, 0, "out\nerr\n"},
 		{"bash failed", []string{"call", "bash", `{"command": "exit 4"}`}, 1, "[command failed: exit code 4]\n"},
-		{"shell.exec", []string{"call", "shell.exec", `{"executable": "echo", "argv": ["a b"]}`}, 0, `{"stdout":"a b\n","stderr":"","success":true,"exit_code":0}` + "\n"},
-		{"renamed", []string{"call", "--name", "shell.exec=shell_exec", "shell_exec", `{"executable": "true"}`}, 0, `{"stdout":"","stderr":"","success":true,"exit_code":0}` + "\n"},
-		{"Exec not registered", []string{"call", "Exec", `{"argv": ["/bin/true"]}`}, 1, "unknown tool \"Exec\"; available tools: bash, exec, shell.exec\n"},
+		{"shell.exec", []string{"call", "--tools", "shell.exec", "shell.exec", `{"executable": "echo", "argv": ["a b"]}`}, 0, `{"stdout":"a b\n","stderr":"","success":true,"exit_code":0}` + "\n"},
+		{"renamed", []string{"call", "--tools", "shell.exec", "--name", "shell.exec=shell_exec", "shell_exec", `{"executable": "true"}`}, 0, `{"stdout":"","stderr":"","success":true,"exit_code":0}` + "\n"},
+		{"Exec not registered", []string{"call", "Exec", `{"argv": ["/bin/true"]}`}, 1, ""},
+		{"unknown tool", []string{"call", "zsh", `{}`}, 1, "unknown tool \"zsh\"; available tools: bash\n"},
 		{"Exec granted", []string{"call", "--tools", "Exec", "--grant-tool", "Exec", "--grant-fs", "r:/usr", "--grant-fs", "r:/bin", "Exec", `{"argv": ["/bin/echo", "; pwd"]}`}, 0, ""},
 		{"Exec without grant", []string{"call", "--tools", "Exec", "Exec", `{"argv": ["/bin/true"]}`}, 1, ""},
-		{"deny-exe", []string{"call", "--deny-exe", "rm", "shell.exec", `{"executable": "/bin/rm", "argv": ["-rf", "` + dir + `/x"]}`}, 1, ""},
+		{"deny-exe", []string{"call", "--tools", "shell.exec", "--deny-exe", "rm", "shell.exec", `{"executable": "/bin/rm", "argv": ["-rf", "` + dir + `/x"]}`}, 1, ""},
 		{"unknown field", []string{"call", "bash", `{"command": "ls", "cwd": "/"}`}, 1, "invalid input: cwd: is not a known field; the accepted fields are command, mode\n"},
 	}
 	for _, c := range cases {
@@ -109,7 +110,7 @@ func TestCallInputAndJSON(t *testing.T) {
 	if code != 0 || stdout != "dash\n" {
 		t.Errorf("-: %d %q", code, stdout)
 	}
-	code, stdout, _ = runCLIStdin(t, "", "call", "--json", "shell.exec", `{"executable": "sh", "argv": ["-c", "exit 2"]}`)
+	code, stdout, _ = runCLIStdin(t, "", "call", "--tools", "shell.exec", "--json", "shell.exec", `{"executable": "sh", "argv": ["-c", "exit 2"]}`)
 	var res struct {
 		Text       string
 		Structured map[string]any

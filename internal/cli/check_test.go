@@ -200,3 +200,11 @@ func TestCallDeniedSpawnsNothing(t *testing.T) {
 		t.Errorf("ask: %d %q", code, stdout)
 	}
 }
+
+func TestServeNeedsToken(t *testing.T) {
+	t.Setenv("AGENTEXEC_TOKEN", "")
+	code, _, stderr := runCLIStdin(t, "", "serve", "--listen", "0.0.0.0:0")
+	if code != ExitFailed || !strings.Contains(stderr, "not a loopback address; give a bearer token") {
+		t.Errorf("%d %q", code, stderr)
+	}
+}

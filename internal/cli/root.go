@@ -74,6 +74,8 @@ in bounded memory.`,
 	root.AddCommand(newCheckCmd(stdout))
 	root.AddCommand(newHookCmd(stdin, stdout, stderr))
 	root.AddCommand(newConfigCmd(stdout))
+	root.AddCommand(newMCPCmd(stderr))
+	root.AddCommand(newServeCmd(stderr))
 	return root
 }
 

@@ -37,7 +37,7 @@ func (o *setupOptions) addPolicyFlags(f *pflag.FlagSet) {
 }
 
 func (o *setupOptions) addToolFlags(f *pflag.FlagSet) {
-	f.StringSliceVar(&o.tools, "tools", nil, "tool contracts to register: "+strings.Join(config.Contracts, ", ")+" (default from the configuration: exec, bash, shell.exec)")
+	f.StringSliceVar(&o.tools, "tools", nil, "tool contracts to register: "+strings.Join(config.Contracts, ", ")+" (default from the configuration: bash)")
 	f.StringArrayVar(&o.names, "name", nil, "expose a tool under another name, e.g. shell.exec=shell_exec (repeatable)")
 	f.StringSliceVar(&o.allowExe, "allow-exe", nil, "shell.exec: programs allowed (names or absolute paths)")
 	f.StringSliceVar(&o.denyExe, "deny-exe", nil, "shell.exec: programs refused (names or absolute paths)")

@@ -1,0 +1,197 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ServeStdio serves one client over stdin and stdout until it disconnects
+// or ctx is done. The calls it started in the foreground are cancelled when
+// it goes.
+func (s *Server) ServeStdio(ctx context.Context) error {
+	return s.ServeTransport(ctx, &mcp.StdioTransport{})
+}
+
+// ServeIO is ServeStdio over the given streams.
+func (s *Server) ServeIO(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
+	return s.ServeTransport(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+}
+
+// ServeTransport serves one client over t until it disconnects or ctx is
+// done.
+func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
+	w := &watchedTransport{inner: t, gone: make(chan struct{})}
+	ss, err := s.srv.Connect(ctx, w, nil)
+	if err != nil {
+		return err
+	}
+	se := s.sessionOf(ss)
+	// The SDK waits for running handlers before it ends a session: cancel
+	// them as soon as the client's side of the connection is gone.
+	go func() {
+		select {
+		case <-w.gone:
+			se.cancel()
+		case <-se.ctx.Done():
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		se.cancel()
+		ss.Close()
+		err = <-done
+	}
+	se.cancel()
+	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "closed")) {
+		err = nil
+	}
+	return err
+}
+
+// HTTPOptions secure the HTTP handler.
+type HTTPOptions struct {
+	// Token, if set, must be given as "Authorization: Bearer <token>".
+	Token string
+	// MaxBodyBytes caps a request body; zero means 4 MiB.
+	MaxBodyBytes int64
+	// SessionTimeout closes idle sessions; zero means 30 minutes.
+	SessionTimeout time.Duration
+}
+
+// Handler returns the streamable HTTP handler: MCP at / (and /mcp), and
+// GET /healthz for orchestrators (no token needed). The SDK's DNS
+// rebinding protection stays on.
+func (s *Server) Handler(o HTTPOptions) http.Handler {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 4 << 20
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 30 * time.Minute
+	}
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
+		&mcp.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout, Logger: s.o.Logger})
+	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.Token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(o.Token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="agentexec"`)
+				http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+				return
+			}
+		}
+		if r.ContentLength > o.MaxBodyBytes {
+			http.Error(w, fmt.Sprintf("request body over %d bytes", o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, o.MaxBodyBytes)
+		mcpHandler.ServeHTTP(w, r)
+	})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if s.ctx.Err() != nil {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "ok\n")
+	})
+	mux.Handle("/", guarded)
+	return mux
+}
+
+// IsLoopback reports whether a listen address binds only to loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ErrTokenRequired is returned by ListenAndServe for a non-loopback address
+// without a token.
+var ErrTokenRequired = errors.New("mcpserver: listening beyond loopback needs a bearer token (--token-file or $AGENTEXEC_TOKEN)")
+
+// ListenAndServe serves HTTP on addr until ctx is done, then shuts down
+// within grace: no new requests, running calls cancelled, background jobs
+// stopped. A non-loopback address needs a token.
+func (s *Server) ListenAndServe(ctx context.Context, addr string, o HTTPOptions, grace time.Duration, ready func(net.Addr)) error {
+	if !IsLoopback(addr) && o.Token == "" {
+		return ErrTokenRequired
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("mcpserver: %w", err)
+	}
+	hs := &http.Server{Handler: s.Handler(o), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	s.cancel() // calls end first, so that their streams can close
+	go hs.Shutdown(sctx)
+	s.Shutdown(sctx)
+	hs.Close()
+	<-errc
+	return nil
+}
+
+// watchedTransport reports when its connection stops delivering messages
+// (the client closed it, or it broke).
+type watchedTransport struct {
+	inner mcp.Transport
+	gone  chan struct{}
+	once  sync.Once
+}
+
+func (w *watchedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := w.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &watchedConn{Connection: c, w: w}, nil
+}
+
+type watchedConn struct {
+	mcp.Connection
+	w *watchedTransport
+}
+
+func (c *watchedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if err != nil {
+		c.w.once.Do(func() { close(c.w.gone) })
+	}
+	return m, err
+}
+
+func (c *watchedConn) Close() error {
+	c.w.once.Do(func() { close(c.w.gone) })
+	return c.Connection.Close()
+}

@@ -1,0 +1,246 @@
+// Package mcpserver serves a host's tools over the Model Context Protocol
+// (the official go-sdk): stdio for agent hosts that start agentexec as a
+// subprocess, streamable HTTP for everything else. Calls go through the
+// host's registry (grants, policy, audit) exactly as `agentexec call` does;
+// the server adds what MCP brings: progress notifications, cancellation by
+// the client (and by its going away), approvals asked of the user through
+// the client, and one conversation per MCP session.
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentexec/agentexec/host"
+	"github.com/agentexec/agentexec/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults of Options.
+const (
+	DefaultProgressInterval = 250 * time.Millisecond
+	DefaultMaxCalls         = 16
+)
+
+// Options configure a Server. The zero value is usable.
+type Options struct {
+	// Name and Version identify the server to clients.
+	Name, Version string
+	// ProgressInterval is the least time between two progress
+	// notifications of one call; zero means DefaultProgressInterval.
+	ProgressInterval time.Duration
+	// MaxCalls bounds the calls one session may have running at once; a
+	// call beyond it is refused with a message. Zero means
+	// DefaultMaxCalls.
+	MaxCalls int
+	// Secret signs approval state handed to clients; nil means a random
+	// secret for the life of the process.
+	Secret []byte
+	// Logger receives the server's diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is an MCP server over a host's registry.
+type Server struct {
+	h      *host.Host
+	o      Options
+	srv    *mcp.Server
+	secret []byte
+	log    *slog.Logger
+
+	// ctx ends every call when the server shuts down.
+	ctx    context.Context
+	cancel context.CancelFunc
+	calls  sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*session
+}
+
+// session is what the server keeps per MCP session.
+type session struct {
+	id       string
+	sem      chan struct{}
+	ctx      context.Context // ends the session's calls when it goes away
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	approved map[string]bool // rules approved "always" in this session
+}
+
+// New builds a server exposing every tool of h's registry.
+func New(h *host.Host, o Options) *Server {
+	if o.Name == "" {
+		o.Name = "agentexec"
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = DefaultProgressInterval
+	}
+	if o.MaxCalls <= 0 {
+		o.MaxCalls = DefaultMaxCalls
+	}
+	s := &Server{h: h, o: o, secret: o.Secret, sessions: map[*mcp.ServerSession]*session{}, log: o.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.secret == nil {
+		s.secret = make([]byte, 32)
+		rand.Read(s.secret)
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Title: "agentexec", Version: o.Version}, &mcp.ServerOptions{
+		Instructions: "Tools that run commands on this machine. Long output is truncated with a note saying how much was cut; " +
+			"commands the policy refuses come back with the reason and an alternative.",
+		Logger:       o.Logger,
+		Capabilities: &mcp.ServerCapabilities{},
+	})
+	for _, e := range h.Registry.List() {
+		s.srv.AddTool(mcpTool(e, h.Call("")), s.handler(e.Name))
+	}
+	return s
+}
+
+// MCP returns the underlying go-sdk server.
+func (s *Server) MCP() *mcp.Server { return s.srv }
+
+// mcpTool describes a registered tool for MCP.
+func mcpTool(e tool.Entry, call *tool.Call) *mcp.Tool {
+	t := &mcp.Tool{Name: e.Name, Description: e.Tool.Description(call), InputSchema: e.Tool.InputSchema()}
+	if os, ok := e.Tool.(tool.OutputSchemer); ok {
+		t.OutputSchema = os.OutputSchema()
+	}
+	if an, ok := e.Tool.(tool.Annotator); ok {
+		a := an.Annotations()
+		destructive, open := a.Destructive, a.OpenWorld
+		t.Annotations = &mcp.ToolAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnly, DestructiveHint: &destructive, IdempotentHint: a.Idempotent, OpenWorldHint: &open}
+		t.Title = a.Title
+	}
+	return t
+}
+
+// sessionOf returns (creating it on first use) the server's record of ss.
+func (s *Server) sessionOf(ss *mcp.ServerSession) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se, ok := s.sessions[ss]; ok {
+		return se
+	}
+	id := ss.ID()
+	if id == "" {
+		var b [6]byte
+		rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	se := &session{id: "mcp-" + id, sem: make(chan struct{}, s.o.MaxCalls), approved: map[string]bool{}}
+	se.ctx, se.cancel = context.WithCancel(s.ctx)
+	s.sessions[ss] = se
+	go func() {
+		// A client that goes away (stdio EOF, HTTP session closed) cancels
+		// everything it started in the foreground.
+		ss.Wait()
+		se.cancel()
+		s.mu.Lock()
+		delete(s.sessions, ss)
+		s.mu.Unlock()
+	}()
+	return se
+}
+
+// handler serves calls of the tool exposed as name.
+func (s *Server) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if s.ctx.Err() != nil {
+			return textResult("agentexec is shutting down; the command did not run", true), nil
+		}
+		se := s.sessionOf(req.Session)
+		select {
+		case se.sem <- struct{}{}:
+			defer func() { <-se.sem }()
+		default:
+			return textResult(fmt.Sprintf("too many calls are running in this session (the limit is %d); wait for one to finish, "+
+				"or use mode=\"background\" for long commands", s.o.MaxCalls), true), nil
+		}
+		s.calls.Add(1)
+		defer s.calls.Done()
+		// The call ends when the client cancels it, the session goes away,
+		// or the server shuts down.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(se.ctx, cancel)
+		defer stop()
+
+		call := s.h.Call(se.id)
+		args := req.Params.Arguments
+
+		// Approvals: a retry carries the user's answer and our signed state.
+		var answer *approvalAnswer
+		if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
+			a, refusal := s.readAnswer(se, name, args, req.Params)
+			if refusal != nil {
+				return refusal, nil
+			}
+			answer = a
+		}
+		pending := &pendingApproval{}
+		call.Approver = s.approver(se, req, answer, pending)
+
+		if token := req.Params.GetProgressToken(); token != nil {
+			p := newProgress(req.Session, token, s.o.ProgressInterval)
+			call.OnOutput = p.output
+			p.start(ctx)
+			defer p.stop()
+		}
+		res := s.h.Registry.Dispatch(ctx, call, name, args)
+		if res.Kind == tool.KindApprovalPending && pending.decision != nil {
+			return s.askResult(se, name, args, pending), nil
+		}
+		return toMCP(res), nil
+	}
+}
+
+// toMCP turns a tool result into an MCP result: the model's text, and the
+// structured value where the contract has one.
+func toMCP(res *tool.Result) *mcp.CallToolResult {
+	out := textResult(res.Text, res.IsError)
+	if res.Structured != nil && (!res.IsError || res.Kind == tool.KindTimeout || res.Kind == tool.KindCancelled) {
+		if _, isErrorMap := res.Structured.(map[string]string); !isErrorMap {
+			out.StructuredContent = res.Structured
+		}
+	}
+	return out
+}
+
+func textResult(text string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
+}
+
+// Shutdown stops the server's work: every running call is cancelled (its
+// process tree ended), every background job started by this server is
+// stopped, and Shutdown waits for them until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	s.h.Jobs.StopAll(ctx)
+}
+
+// errShutdown is returned by serving functions after Shutdown.
+var errShutdown = errors.New("mcpserver: shut down")
+
+// argsHash binds an approval to the exact arguments it was asked for.
+func argsHash(args json.RawMessage) string {
+	return hashHex(args)
+}

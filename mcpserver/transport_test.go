@@ -1,0 +1,228 @@
+//go:build linux
+
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentexec/agentexec/internal/proctest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioClient starts the test binary as a real stdio server.
+func stdioClient(t testing.TB, token string) *mcp.ClientSession {
+	t.Helper()
+	argv, helper := proctest.HelperArgv(t, "stdio")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), helper, "AGENTEXEC_TEST_CONFIG="+testConfig(token), "AGENTEXEC_TEST_WORKSPACE="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
+	cmd.Stderr = os.Stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestStdioServer(t *testing.T) {
+	token := proctest.Token(t)
+	cs := stdioClient(t, token)
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(tools.Tools) != 4 {
+		t.Fatalf("%v %d", err, len(tools.Tools))
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo hi from stdio"}})
+	if err != nil || text(res) != "hi from stdio\n" {
+		t.Errorf("%v %q", err, text(res))
+	}
+	// A cancelled call ends its command in the server process.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "sleep 600"}})
+	proctest.NoSurvivors(t, token)
+}
+
+// httpServer serves the test host on a loopback port.
+func httpServer(t testing.TB, token string, o HTTPOptions) (url string) {
+	t.Helper()
+	h, _ := newHost(t, token)
+	s := New(h, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.ListenAndServe(ctx, "127.0.0.1:0", o, 5*time.Second, func(a net.Addr) { addrc <- a })
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		http.DefaultClient.CloseIdleConnections()
+	})
+	return "http://" + addr.String()
+}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+func httpClient(t testing.TB, url, token string) *mcp.ClientSession {
+	t.Helper()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: bearer{token: token, next: tr}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestHTTP(t *testing.T) {
+	url := httpServer(t, proctest.Token(t), HTTPOptions{Token: "s3cret", MaxBodyBytes: 64 << 10})
+	resp, err := http.Get(url + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	for _, auth := range []string{"", "Bearer wrong", "Basic s3cret"} {
+		req, _ := http.NewRequest("POST", url+"/", strings.NewReader(`{}`))
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("auth %q: %v %v", auth, err, resp.Status)
+		}
+		resp.Body.Close()
+	}
+	req, _ := http.NewRequest("POST", url+"/", bytes.NewReader(make([]byte, 128<<10)))
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("big body: %v %v", err, resp.Status)
+	}
+	resp.Body.Close()
+
+	cs := httpClient(t, url, "s3cret")
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo over http"}})
+	if err != nil || text(res) != "over http\n" {
+		t.Errorf("%v %q", err, text(res))
+	}
+}
+
+func TestHTTPNeedsTokenBeyondLoopback(t *testing.T) {
+	h, _ := newHost(t, proctest.Token(t))
+	s := New(h, Options{})
+	defer s.Shutdown(context.Background())
+	err := s.ListenAndServe(context.Background(), "0.0.0.0:0", HTTPOptions{}, time.Second, nil)
+	if !errors.Is(err, ErrTokenRequired) {
+		t.Errorf("got %v", err)
+	}
+	for addr, want := range map[string]bool{"127.0.0.1:1": true, "[::1]:1": true, "localhost:1": true, "0.0.0.0:1": false, "10.1.2.3:1": false, ":8765": false} {
+		if IsLoopback(addr) != want {
+			t.Errorf("IsLoopback(%q) != %v", addr, want)
+		}
+	}
+}
+
+// TestHTTPConcurrent: 200 calls from 8 clients all complete.
+func TestHTTPConcurrent(t *testing.T) {
+	token := proctest.Token(t)
+	url := httpServer(t, token, HTTPOptions{Token: "t"})
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for c := range 8 {
+		cs := httpClient(t, url, "t")
+		for i := range 25 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				want := fmt.Sprintf("c%d-%d", c, i)
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo " + want}})
+				switch {
+				case err != nil:
+					errs <- err
+				case text(res) != want+"\n":
+					errs <- fmt.Errorf("got %q, want %q", text(res), want)
+				}
+			}()
+			if i%8 == 7 {
+				wg.Wait() // at most 8 at once per client: the session limit is 16
+			}
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	proctest.NoSurvivors(t, token)
+}
+
+// BenchmarkCall: one bash call of `true` through the in-memory MCP
+// transport, beside the same call through the registry directly.
+func BenchmarkCall(b *testing.B) {
+	token := "PROCTEST_TOKEN=bench"
+	h, _ := newHost(b, token)
+	args := []byte(`{"command": "true"}`)
+	b.Run("baseline=registry", func(b *testing.B) {
+		for b.Loop() {
+			if res := h.Registry.Dispatch(context.Background(), h.Call("bench"), "bash", args); res.IsError {
+				b.Fatal(res.Text)
+			}
+		}
+	})
+	b.Run("mcp-inmemory", func(b *testing.B) {
+		s := New(h, Options{})
+		cs := connect(b, s, nil)
+		for b.Loop() {
+			if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "true"}}); err != nil || res.IsError {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("mcp-stdio", func(b *testing.B) {
+		cs := stdioClient(b, token)
+		var lat []time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo hi"}}); err != nil || res.IsError {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	})
+}
