@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentexec/agentexec/mcpserver"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Version is agentexec's version as MCP clients see it.
@@ -48,11 +49,16 @@ ended; background jobs end when agentexec exits.`,
 			return nil
 		},
 	}
-	o.addPolicyFlags(cmd.Flags())
-	o.addToolFlags(cmd.Flags())
-	o.addCallFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&verbose, "verbose", false, "log the server's diagnostics to stderr")
+	o.addServerFlags(cmd.Flags(), &verbose)
 	return cmd
+}
+
+// addServerFlags adds the flags mcp and serve share.
+func (o *setupOptions) addServerFlags(f *pflag.FlagSet, verbose *bool) {
+	o.addPolicyFlags(f)
+	o.addToolFlags(f)
+	o.addCallFlags(f)
+	f.BoolVar(verbose, "verbose", false, "log the server's diagnostics to stderr")
 }
 
 func newServeCmd(stderr io.Writer) *cobra.Command {
@@ -101,14 +107,11 @@ jobs, flushes the audit log and exits within --grace.`,
 			return nil
 		},
 	}
-	o.addPolicyFlags(cmd.Flags())
-	o.addToolFlags(cmd.Flags())
-	o.addCallFlags(cmd.Flags())
+	o.addServerFlags(cmd.Flags(), &verbose)
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:8765", "address to listen on")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the bearer token clients must send (default: $AGENTEXEC_TOKEN)")
 	f.Var(durationFlag{&grace}, "grace", "time allowed for a clean shutdown")
-	f.BoolVar(&verbose, "verbose", false, "log the server's diagnostics to stderr")
 	return cmd
 }
 
