@@ -3,7 +3,10 @@
 package jobs
 
 import (
+	"bytes"
+	"errors"
 	"os"
+	"strconv"
 	"syscall"
 )
 
@@ -13,3 +16,28 @@ func detached() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true}
 
 // terminate asks a supervisor to end its job.
 func terminate(p *os.Process) { p.Signal(syscall.SIGTERM) }
+
+// alive reports whether process pid exists (and is not a zombie).
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X') {
+			return false
+		}
+	}
+	return true
+}
+
+// signalGroup sends SIGTERM (or SIGKILL) to process group pgid.
+func signalGroup(pgid int, kill bool) {
+	sig := syscall.SIGTERM
+	if kill {
+		sig = syscall.SIGKILL
+	}
+	syscall.Kill(-pgid, sig)
+}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -28,9 +29,10 @@ const DefaultLifetime = 24 * time.Hour
 // Spec describes a job.
 type Spec struct {
 	// Command is run as Shell -c Command; Shell empty means bash (sh where
-	// bash is missing).
+	// bash is missing). Argv, when set instead, is run without a shell.
 	Command string
 	Shell   string
+	Argv    []string
 	// Dir is the working directory; Env the exact environment (nil means
 	// the runner's safe environment).
 	Dir string
@@ -41,9 +43,24 @@ type Spec struct {
 	// Grace is the time between SIGTERM and SIGKILL; zero means the
 	// runner's default.
 	Grace time.Duration
+	// MaxOutputBytes caps the output file: past it, the oldest output is
+	// dropped (the file says how much) and the newest kept. Zero means
+	// DefaultMaxOutput.
+	MaxOutputBytes int64
 	// Tool and Conversation record who started the job.
 	Tool         string
 	Conversation string
+}
+
+// DefaultMaxOutput is the default cap of a job's output file.
+const DefaultMaxOutput = 256 << 20
+
+// describe returns the command line of a spec, for records and listings.
+func (s *Spec) describe() string {
+	if len(s.Argv) > 0 {
+		return strings.Join(s.Argv, " ")
+	}
+	return s.Command
 }
 
 // Job is a started job.
@@ -59,22 +76,52 @@ type Job struct {
 	OutputFile string
 }
 
-// Info is a job's record (job.json in its directory), written by its
-// supervisor when the job starts and again when it ends.
+// Info is a job's record (job.json in its directory), written by the
+// process that watches the job (its supervisor, or the host for jobs
+// detached from a foreground call) when the job starts, when output is
+// dropped, and when it ends.
 type Info struct {
-	ID            string    `json:"id"`
-	Pid           int       `json:"pid"`
-	SupervisorPid int       `json:"supervisor_pid"`
-	Command       string    `json:"command"`
-	Dir           string    `json:"cwd"`
-	Tool          string    `json:"tool,omitempty"`
-	Conversation  string    `json:"conversation,omitempty"`
-	Started       time.Time `json:"started"`
-	Lifetime      Duration  `json:"lifetime"`
-	State         string    `json:"state"` // running, exited, signaled, timed out, cancelled
-	ExitCode      *int      `json:"exit_code,omitempty"`
-	Signal        int       `json:"signal,omitempty"`
-	Ended         time.Time `json:"ended,omitzero"`
+	ID           string    `json:"id"`
+	Pid          int       `json:"pid"`
+	OwnerPid     int       `json:"owner_pid"`
+	Command      string    `json:"command"`
+	Dir          string    `json:"cwd"`
+	Tool         string    `json:"tool,omitempty"`
+	Conversation string    `json:"conversation,omitempty"`
+	Started      time.Time `json:"started"`
+	Lifetime     Duration  `json:"lifetime"`
+	// State is running, exited, signaled, timed out or cancelled; List
+	// reports "lost" for a running job whose owner is gone.
+	State    string    `json:"state"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Signal   int       `json:"signal,omitempty"`
+	Ended    time.Time `json:"ended,omitzero"`
+	// Dropped is how many bytes of the oldest output were dropped to keep
+	// the file under its cap; HeaderLen is the length of the line at the
+	// start of the file that says so.
+	Dropped   int64 `json:"dropped,omitempty"`
+	HeaderLen int64 `json:"header_len,omitempty"`
+	// Dir of the job, filled in by List and Get (not stored).
+	JobDir string `json:"-"`
+}
+
+// Running reports whether the job has not ended.
+func (i *Info) Running() bool { return i.State == "running" }
+
+// Describe returns the state for people: "running", "exited 0",
+// "killed by SIGTERM", "timed out", "stopped", "lost".
+func (i *Info) Describe() string {
+	switch i.State {
+	case "exited":
+		if i.ExitCode != nil {
+			return fmt.Sprintf("exited %d", *i.ExitCode)
+		}
+	case "signaled":
+		return "killed by " + signalName(i.Signal)
+	case "cancelled":
+		return "stopped"
+	}
+	return i.State
 }
 
 // Duration is a time.Duration written as a Go duration string.

@@ -50,7 +50,7 @@ func TestStartAndComplete(t *testing.T) {
 			break
 		}
 	}
-	if info == nil || info.State != "exited" || *info.ExitCode != 0 || info.Pid != job.Pid || info.SupervisorPid == 0 || info.Ended.IsZero() || time.Duration(info.Lifetime) != DefaultLifetime {
+	if info == nil || info.State != "exited" || *info.ExitCode != 0 || info.Pid != job.Pid || info.OwnerPid == 0 || info.Ended.IsZero() || time.Duration(info.Lifetime) != DefaultLifetime {
 		t.Errorf("record %+v", info)
 	}
 	for _, d := range []string{m.StateDir, m.JobsDir(), job.Dir} {
@@ -58,7 +58,7 @@ func TestStartAndComplete(t *testing.T) {
 			t.Errorf("%s has mode %v", d, fi.Mode().Perm())
 		}
 	}
-	m.Wait()
+	m.WaitSupervisors()
 	proctest.NoSurvivors(t, token)
 }
 
@@ -79,7 +79,7 @@ func TestStartErrors(t *testing.T) {
 	if !errors.Is(err, ErrNoSupervisor) || !strings.Contains(err.Error(), "must call jobs.Main") {
 		t.Errorf("no supervisor: %v", err)
 	}
-	m.Wait()
+	m.WaitSupervisors()
 	entries, _ := os.ReadDir(m.JobsDir())
 	if len(entries) != 0 {
 		t.Errorf("failed starts left %d job directories", len(entries))

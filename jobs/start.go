@@ -31,10 +31,15 @@ type Manager struct {
 	// Executable is the program re-executed as the supervisor; empty
 	// means os.Executable(). It must call Main first thing in main.
 	Executable string
+	// MaxLive caps the running jobs of one conversation; a new job beyond
+	// it is refused with ErrTooManyJobs, which lists the running ones.
+	// Zero means no cap.
+	MaxLive int
 
 	reapers sync.WaitGroup // one per supervisor still running
-	mu      sync.Mutex
-	live    map[*os.Process]bool // supervisors not yet reaped
+	attachedState
+	mu   sync.Mutex
+	live map[*os.Process]bool // supervisors not yet reaped
 }
 
 // StopAll ends every job this Manager started that is still running: each
@@ -48,12 +53,15 @@ func (m *Manager) StopAll(ctx context.Context) {
 	for p := range m.live {
 		procs = append(procs, p)
 	}
-	m.mu.Unlock()
 	for _, p := range procs {
 		terminate(p)
 	}
+	if m.stopBase != nil {
+		m.stopBase()
+	}
+	m.mu.Unlock()
 	done := make(chan struct{})
-	go func() { m.reapers.Wait(); close(done) }()
+	go func() { m.reapers.Wait(); m.attached.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -64,9 +72,10 @@ func (m *Manager) StopAll(ctx context.Context) {
 	}
 }
 
-// Wait waits until every supervisor this Manager started has exited (their
-// jobs have ended). For hosts that shut down cleanly, and for tests.
-func (m *Manager) Wait() { m.reapers.Wait() }
+// WaitSupervisors waits until every supervisor this Manager started has
+// exited (their jobs have ended). For hosts that shut down cleanly, and for
+// tests.
+func (m *Manager) WaitSupervisors() { m.reapers.Wait() }
 
 // stateDir returns the manager's state directory.
 func (m *Manager) stateDir() string {
@@ -84,6 +93,9 @@ type plan struct {
 	Spec   Spec   `json:"spec"`
 	ID     string `json:"id"`
 	JobDir string `json:"job_dir"`
+	// Separate keeps stdout and stderr on two pipes (for callers that
+	// need them apart); the file then gets both in arrival order.
+	Separate bool `json:"separate,omitempty"`
 }
 
 // report is what the supervisor sends back on its status descriptor: the
@@ -109,11 +121,14 @@ func (e *StartError) Error() string { return e.Msg }
 // Start starts spec as a job and returns once its command is running. The
 // job's directory (0700) holds its output file (0600) and its record.
 func (m *Manager) Start(ctx context.Context, spec Spec) (*Job, error) {
-	if strings.TrimSpace(spec.Command) == "" {
+	if strings.TrimSpace(spec.Command) == "" && len(spec.Argv) == 0 {
 		return nil, &StartError{Msg: "jobs: empty command"}
 	}
 	if spec.Lifetime <= 0 {
 		spec.Lifetime = DefaultLifetime
+	}
+	if err := m.checkLive(spec.Conversation, m.MaxLive); err != nil {
+		return nil, err
 	}
 	exe := m.Executable
 	if exe == "" {
@@ -122,25 +137,11 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Job, error) {
 			return nil, fmt.Errorf("jobs: cannot find this program to run the supervisor: %w", err)
 		}
 	}
-	jobsDir := m.JobsDir()
-	if err := privateDir(m.stateDir()); err != nil {
-		return nil, err
-	}
-	if err := privateDir(jobsDir); err != nil {
-		return nil, err
-	}
-	id := newID()
-	dir := filepath.Join(jobsDir, id)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("jobs: cannot create the job directory: %w", err)
-	}
-	job := &Job{ID: id, Dir: dir, OutputFile: filepath.Join(dir, "output")}
-	out, err := os.OpenFile(job.OutputFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	job, err := m.newJobDir()
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("jobs: cannot create the output file: %w", err)
+		return nil, err
 	}
-	out.Close()
+	dir, id := job.Dir, job.ID
 	pid, err := m.launch(ctx, exe, &plan{Spec: spec, ID: id, JobDir: dir})
 	if err != nil {
 		os.RemoveAll(dir)

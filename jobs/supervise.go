@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -49,25 +48,48 @@ func supervise() int {
 		json.NewEncoder(status).Encode(report{Error: "jobs: the supervisor could not read the job spec: " + err.Error()})
 		return 2
 	}
-	out, err := os.OpenFile(filepath.Join(p.JobDir, "output"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		json.NewEncoder(status).Encode(report{Error: "jobs: the supervisor cannot open the output file: " + err.Error()})
-		return 2
-	}
-	defer out.Close()
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
+	var once sync.Once
+	reported := func(r report) {
+		once.Do(func() {
+			json.NewEncoder(status).Encode(r)
+			status.Close()
+		})
+	}
+	_, err = runJobStreams(ctx, &p, func(pid int) { reported(report{Pid: pid}) }, nil)
+	if err != nil {
+		r := report{Error: err.Error()}
+		var se *runner.StartError
+		if errors.As(err, &se) {
+			r.Kind = se.Kind.Error()
+		}
+		reported(r)
+		return 1
+	}
+	return 0
+}
 
+// runJobStreams runs a planned job to its end: output into the job's file
+// (capped), the record written when it starts, when output is dropped and
+// when it ends, and the completion line appended. onStart gets the pid;
+// onOutput, if set, sees every chunk too. It returns the runner's result,
+// or the error that kept the command from starting.
+func runJobStreams(ctx context.Context, p *plan, onStart func(int), onOutput func(runner.Stream, []byte)) (*runner.Result, error) {
 	info := &Info{
-		ID: p.ID, SupervisorPid: os.Getpid(), Command: p.Spec.Command, Dir: p.Spec.Dir,
+		ID: p.ID, OwnerPid: os.Getpid(), Command: p.Spec.describe(), Dir: p.Spec.Dir,
 		Tool: p.Spec.Tool, Conversation: p.Spec.Conversation, Lifetime: Duration(p.Spec.Lifetime), State: "running",
 	}
-	var once sync.Once
-	small := capture.Limit{Strategy: capture.Tail, Max: 4 << 10}
+	out, err := openOutput(p.JobDir, p.Spec.MaxOutputBytes, info)
+	if err != nil {
+		return nil, err
+	}
+	defer out.close()
+	small := capture.Limit{Strategy: capture.Tail, Max: 1}
 	res, err := runner.Run(ctx, runner.Spec{
 		Command:  p.Spec.Command,
 		Shell:    p.Spec.Shell,
+		Argv:     p.Spec.Argv,
 		Dir:      p.Spec.Dir,
 		Env:      p.Spec.Env,
 		Timeout:  p.Spec.Lifetime,
@@ -77,26 +99,26 @@ func supervise() int {
 		Combined: small,
 		// One pipe for both streams, as the seed's shared output file:
 		// the file keeps the exact order of writes.
-		MergeOutput: true,
+		MergeOutput: !p.Separate,
 		OnStart: func(pid int) {
-			once.Do(func() {
-				info.Pid, info.Started = pid, time.Now().UTC()
-				writeInfo(p.JobDir, info)
-				json.NewEncoder(status).Encode(report{Pid: pid})
-				status.Close()
-			})
+			out.mu.Lock()
+			info.Pid, info.Started = pid, time.Now().UTC()
+			writeInfo(p.JobDir, info)
+			out.mu.Unlock()
+			onStart(pid)
 		},
-		OnOutput: func(_ runner.Stream, b []byte) { out.Write(b) },
+		OnOutput: func(st runner.Stream, b []byte) {
+			out.write(b)
+			if onOutput != nil {
+				onOutput(st, b)
+			}
+		},
 	})
 	if err != nil {
-		r := report{Error: err.Error()}
-		var se *runner.StartError
-		if errors.As(err, &se) {
-			r.Kind = se.Kind.Error()
-		}
-		json.NewEncoder(status).Encode(r)
-		return 1
+		return nil, err
 	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
 	info.State = res.Outcome.String()
 	if res.Outcome == runner.Exited {
 		code := res.ExitCode
@@ -104,9 +126,9 @@ func supervise() int {
 	}
 	info.Signal = res.Signal
 	info.Ended = time.Now().UTC()
-	out.WriteString(CompletionLine(res, p.Spec.Lifetime))
+	out.f.WriteString(CompletionLine(res, p.Spec.Lifetime))
 	writeInfo(p.JobDir, info)
-	return 0
+	return res, nil
 }
 
 // CompletionLine is what the supervisor appends to a job's output file when

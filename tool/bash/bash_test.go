@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 func newTool(t *testing.T, token string) *Tool {
 	t.Helper()
 	m := &jobs.Manager{StateDir: t.TempDir()}
-	t.Cleanup(m.Wait) // every supervisor has exited before goleak looks
+	t.Cleanup(m.WaitSupervisors) // every supervisor has exited before goleak looks
 	return &Tool{Env: append(runner.SafeEnv(), token), Grace: 200 * time.Millisecond, Jobs: m}
 }
 
