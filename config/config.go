@@ -61,10 +61,12 @@ type EnvConfig struct {
 
 // Tools is the [tools] table.
 type Tools struct {
-	Enabled   []string          `toml:"enabled"`
-	Names     map[string]string `toml:"names"`
-	Grace     Duration          `toml:"grace"`
-	ShellExec ShellExec         `toml:"shell_exec"`
+	Enabled     []string          `toml:"enabled"`
+	Names       map[string]string `toml:"names"`
+	Grace       Duration          `toml:"grace"`
+	DetachAfter Duration          `toml:"detach_after"`
+	JobTools    bool              `toml:"job_tools"`
+	ShellExec   ShellExec         `toml:"shell_exec"`
 }
 
 // ShellExec is [tools.shell_exec]: seed 004's CommandPolicy and default
@@ -92,7 +94,9 @@ type Audit struct {
 
 // Jobs is [jobs].
 type Jobs struct {
-	StateDir string `toml:"state_dir"`
+	StateDir  string `toml:"state_dir"`
+	MaxLive   int    `toml:"max_live"`
+	MaxOutput Size   `toml:"max_output"`
 }
 
 // Rule is one [[rules]] entry.
@@ -304,11 +308,11 @@ func (c *Config) Source(key string) string {
 var known = map[string][]string{
 	"":                 {"workspace", "profile", "env", "tools", "grants", "audit", "jobs", "rules"},
 	"env":              {"pass", "set"},
-	"tools":            {"enabled", "names", "grace", "shell_exec"},
+	"tools":            {"enabled", "names", "grace", "detach_after", "job_tools", "shell_exec"},
 	"tools.shell_exec": {"allow_executables", "deny_executables", "require_approval_for_unknown", "default_timeout"},
 	"grants":           {"tools", "fs"},
 	"audit":            {"path", "max_size", "keep", "fail_closed"},
-	"jobs":             {"state_dir"},
+	"jobs":             {"state_dir", "max_live", "max_output"},
 	"rules":            {"id", "action", "reason", "alternative", "executables", "prefix", "builtin", "cwd_roots", "env_keys", "tools", "must_match", "must_not_match"},
 }
 
@@ -390,6 +394,9 @@ func (c *Config) validate(text string) error {
 		if !ok || (mode != "r" && mode != "w" && mode != "rw") || !filepath.IsAbs(p) {
 			return fail("grants.fs", "%q: use MODE:PATH with MODE r, w or rw and an absolute path, such as \"r:/usr\"", g)
 		}
+	}
+	if c.Jobs.MaxLive < 0 {
+		return fail("jobs.max_live", "must not be negative (0: no cap)")
 	}
 	if c.Audit.Keep < 0 {
 		return fail("audit.keep", "must not be negative")

@@ -31,7 +31,7 @@ func TestImportDirection(t *testing.T) {
 		"capture": 0, "safety": 0, "internal/proctest": 0,
 		"runner": 1, "policy": 1, "audit": 1,
 		"jobs": 2, "tool": 2,
-		"tool/exec": 3, "tool/bash": 3, "tool/execv": 3, "tool/shellexec": 3, "config": 3,
+		"tool/exec": 3, "tool/bash": 3, "tool/execv": 3, "tool/shellexec": 3, "tool/jobtools": 3, "config": 3,
 		"host": 4, "mcpserver": 5, "internal/cli": 6, "cmd/agentexec": 7,
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

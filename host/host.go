@@ -21,6 +21,7 @@ import (
 	"github.com/agentexec/agentexec/tool/bash"
 	toolexec "github.com/agentexec/agentexec/tool/exec"
 	"github.com/agentexec/agentexec/tool/execv"
+	"github.com/agentexec/agentexec/tool/jobtools"
 	"github.com/agentexec/agentexec/tool/shellexec"
 )
 
@@ -69,7 +70,7 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{Config: cfg, Engine: eng, Jobs: &jobs.Manager{StateDir: cfg.Jobs.StateDir}}
+	h := &Host{Config: cfg, Engine: eng, Jobs: &jobs.Manager{StateDir: cfg.Jobs.StateDir, MaxLive: cfg.Jobs.MaxLive, MaxOutput: int64(cfg.Jobs.MaxOutput)}}
 	h.Workspace = cfg.Workspace
 	if h.Workspace == "" {
 		if h.Workspace, err = os.Getwd(); err != nil {
@@ -99,6 +100,7 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 	}
 
 	grace := time.Duration(cfg.Tools.Grace)
+	detach := time.Duration(cfg.Tools.DetachAfter)
 	r := tool.NewRegistry()
 	r.Checkers = []policy.Checker{eng}
 	seen := map[string]bool{}
@@ -112,7 +114,7 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 		case toolexec.Name:
 			t = &toolexec.Tool{Env: h.Env, Grace: grace}
 		case bash.Name:
-			t = &bash.Tool{Env: h.Env, Grace: grace, Jobs: h.Jobs}
+			t = &bash.Tool{Env: h.Env, Grace: grace, Jobs: h.Jobs, DetachAfter: detach}
 		case execv.Name:
 			t = &execv.Tool{}
 		case shellexec.Name:
@@ -124,6 +126,8 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 					RequireApprovalForUnknown: cfg.Tools.ShellExec.RequireApprovalForUnknown,
 				},
 				DefaultTimeout: time.Duration(cfg.Tools.ShellExec.DefaultTimeout),
+				DetachAfter:    detach,
+				Jobs:           h.Jobs,
 			}
 		default:
 			return nil, fmt.Errorf("host: unknown contract %q; the contracts are %s", name, strings.Join(config.Contracts, ", "))
@@ -134,6 +138,13 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 		}
 		if err := r.RegisterAs(exposed, t); err != nil {
 			return nil, err
+		}
+	}
+	if cfg.Tools.JobTools && (seen[bash.Name] || (detach > 0 && seen[shellexec.Name])) {
+		for _, t := range jobtools.All(h.Jobs) {
+			if err := r.Register(t); err != nil {
+				return nil, err
+			}
 		}
 	}
 	h.Registry = r

@@ -42,6 +42,9 @@ func (m *Manager) StartAttached(spec Spec, separate bool, onOutput func(runner.S
 	if err := m.checkLive(spec.Conversation, m.MaxLive); err != nil {
 		return nil, err
 	}
+	if spec.MaxOutputBytes == 0 {
+		spec.MaxOutputBytes = m.MaxOutput
+	}
 	job, err := m.newJobDir()
 	if err != nil {
 		return nil, err

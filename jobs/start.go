@@ -35,6 +35,9 @@ type Manager struct {
 	// it is refused with ErrTooManyJobs, which lists the running ones.
 	// Zero means no cap.
 	MaxLive int
+	// MaxOutput caps the output file of jobs whose Spec leaves it zero;
+	// zero means DefaultMaxOutput.
+	MaxOutput int64
 
 	reapers sync.WaitGroup // one per supervisor still running
 	attachedState
@@ -129,6 +132,9 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Job, error) {
 	}
 	if err := m.checkLive(spec.Conversation, m.MaxLive); err != nil {
 		return nil, err
+	}
+	if spec.MaxOutputBytes == 0 {
+		spec.MaxOutputBytes = m.MaxOutput
 	}
 	exe := m.Executable
 	if exe == "" {

@@ -42,7 +42,7 @@ enabled = ["exec", "bash", "Exec", "shell.exec"]
 names = { "shell.exec" = "shell_exec" }
 grace = "200ms"
 [grants]
-tools = ["exec", "bash", "Exec", "shell.exec", "shell_exec"]
+tools = ["exec", "bash", "Exec", "shell.exec", "shell_exec", "job_list", "job_output", "job_kill", "job_wait"]
 fs = ["r:/usr", "r:/bin", "r:/tmp"]
 [audit]
 path = "off"
@@ -125,7 +125,7 @@ func TestListTools(t *testing.T) {
 		if string(want) != string(have) {
 			t.Errorf("%s: schema %s, want %s", e.Name, have, want)
 		}
-		if tl.Annotations == nil || tl.Annotations.DestructiveHint == nil || !*tl.Annotations.DestructiveHint || tl.Description == "" {
+		if tl.Annotations == nil || tl.Annotations.DestructiveHint == nil || *tl.Annotations.DestructiveHint == tl.Annotations.ReadOnlyHint || tl.Description == "" {
 			t.Errorf("%s: annotations %+v", e.Name, tl.Annotations)
 		}
 		_, structured := e.Tool.(tool.OutputSchemer)
@@ -133,7 +133,7 @@ func TestListTools(t *testing.T) {
 			t.Errorf("%s: output schema %v", e.Name, tl.OutputSchema)
 		}
 	}
-	if len(got) != 4 || got["shell_exec"] == nil || !strings.Contains(got["bash"].Description, "<pwd>"+h.Workspace+"</pwd>") {
+	if len(got) != 8 || got["shell_exec"] == nil || got["job_output"] == nil || !strings.Contains(got["bash"].Description, "<pwd>"+h.Workspace+"</pwd>") {
 		t.Errorf("tools %v", got)
 	}
 }

@@ -40,7 +40,7 @@ func TestStdioServer(t *testing.T) {
 	token := proctest.Token(t)
 	cs := stdioClient(t, token)
 	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 4 {
+	if err != nil || len(tools.Tools) != 8 {
 		t.Fatalf("%v %d", err, len(tools.Tools))
 	}
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo hi from stdio"}})

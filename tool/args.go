@@ -363,3 +363,18 @@ func CheckEnv(field string, env map[string]string, keys []string) (int, error) {
 	}
 	return total, nil
 }
+
+// Bool returns field's boolean value; ok is false when it is absent, null
+// or not a boolean.
+func (a *Args) Bool(field string) (v bool, ok bool) {
+	if !a.Has(field) {
+		return false, false
+	}
+	switch string(bytes.TrimSpace(a.fields[field])) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}

@@ -105,6 +105,9 @@ func (o *callOptions) run(cmd *cobra.Command, args []string, stdin io.Reader, st
 			fmt.Fprintln(stdout)
 		}
 	}
+	// Jobs detached from this call belong to this process: it stays until
+	// they end (or are stopped with agentexec jobs kill).
+	h.Jobs.WaitAttached()
 	if res.IsError {
 		return &exitError{code: ExitToolError}
 	}

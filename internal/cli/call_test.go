@@ -51,7 +51,7 @@ func TestCallContracts(t *testing.T) {
 		{"shell.exec", []string{"call", "--tools", "shell.exec", "shell.exec", `{"executable": "echo", "argv": ["a b"]}`}, 0, `{"stdout":"a b\n","stderr":"","success":true,"exit_code":0}` + "\n"},
 		{"renamed", []string{"call", "--tools", "shell.exec", "--name", "shell.exec=shell_exec", "shell_exec", `{"executable": "true"}`}, 0, `{"stdout":"","stderr":"","success":true,"exit_code":0}` + "\n"},
 		{"Exec not registered", []string{"call", "Exec", `{"argv": ["/bin/true"]}`}, 1, ""},
-		{"unknown tool", []string{"call", "zsh", `{}`}, 1, "unknown tool \"zsh\"; available tools: bash\n"},
+		{"unknown tool", []string{"call", "zsh", `{}`}, 1, "unknown tool \"zsh\"; available tools: bash, job_kill, job_list, job_output, job_wait\n"},
 		{"Exec granted", []string{"call", "--tools", "Exec", "--grant-tool", "Exec", "--grant-fs", "r:/usr", "--grant-fs", "r:/bin", "Exec", `{"argv": ["/bin/echo", "; pwd"]}`}, 0, ""},
 		{"Exec without grant", []string{"call", "--tools", "Exec", "Exec", `{"argv": ["/bin/true"]}`}, 1, ""},
 		{"deny-exe", []string{"call", "--tools", "shell.exec", "--deny-exe", "rm", "shell.exec", `{"executable": "/bin/rm", "argv": ["-rf", "` + dir + `/x"]}`}, 1, ""},
@@ -153,7 +153,7 @@ func TestTools(t *testing.T) {
 			t.Errorf("%s: invalid schema", ti.Name)
 		}
 	}
-	if strings.Join(names, " ") != "Exec/Exec bash/bash exec/exec shell_exec/shell.exec" {
+	if strings.Join(names, " ") != "Exec/Exec bash/bash exec/exec job_kill/job_kill job_list/job_list job_output/job_output job_wait/job_wait shell_exec/shell.exec" {
 		t.Errorf("tools %v", names)
 	}
 	if !strings.HasSuffix(infos[1].Description, "<pwd>"+ws+"</pwd>") || infos[0].OutputSchema == nil || !infos[0].Annotations.RequiresGrant {

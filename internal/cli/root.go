@@ -76,6 +76,7 @@ in bounded memory.`,
 	root.AddCommand(newConfigCmd(stdout))
 	root.AddCommand(newMCPCmd(stderr))
 	root.AddCommand(newServeCmd(stderr))
+	root.AddCommand(newJobsCmd(stdout, stderr))
 	return root
 }
 

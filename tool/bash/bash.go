@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentexec/agentexec/capture"
@@ -66,6 +67,10 @@ type Tool struct {
 	DefaultTimeout, SlowTimeout, BackgroundLifetime time.Duration
 	// Jobs starts background commands; nil means a zero jobs.Manager.
 	Jobs *jobs.Manager
+	// DetachAfter, when not zero, lets a foreground command still running
+	// after this long continue as a background job instead of being
+	// killed at its timeout.
+	DetachAfter time.Duration
 	// Checks run before anything starts (seed 001's safety checker);
 	// the registry combines them with its own policy.
 	Checks []policy.Checker
@@ -204,6 +209,9 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 	if a.in.Mode == ModeSlow {
 		timeout = pick(a.t.SlowTimeout, SlowTimeout)
 	}
+	if a.t.DetachAfter > 0 {
+		return a.detachable(ctx, call, timeout)
+	}
 	one := capture.Limit{Strategy: capture.Tail, Max: 1}
 	res, err := runner.Run(ctx, runner.Spec{
 		Command:     a.in.Command,
@@ -214,15 +222,23 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 		Grace:       a.t.Grace,
 		Stdout:      one,
 		Stderr:      one,
-		Combined:    capture.Limit{Strategy: capture.Middle, Max: MaxOutputLength, HeadKeep: SnipSize, TailKeep: SnipSize},
+		Combined:    combinedLimit,
 		MergeOutput: true,
 		OnOutput:    call.Outputter(),
 	})
 	if err != nil {
 		return startFailure(err)
 	}
-	output := FormatOutput(res.Combined)
-	r := &tool.Result{Run: tool.RunInfoFrom(res, res.Combined.Truncated)}
+	return render(res, res.Combined, timeout)
+}
+
+// combinedLimit is the seed's 128 KiB with 4 KiB kept at each end.
+var combinedLimit = capture.Limit{Strategy: capture.Middle, Max: MaxOutputLength, HeadKeep: SnipSize, TailKeep: SnipSize}
+
+// render words a finished foreground run as the seed does.
+func render(res *runner.Result, combined capture.Snapshot, timeout time.Duration) *tool.Result {
+	output := FormatOutput(combined)
+	r := &tool.Result{Run: tool.RunInfoFrom(res, combined.Truncated)}
 	switch {
 	case res.Cancelled():
 		r.Text, r.IsError, r.Kind = withOutput("[command cancelled]", output), true, tool.KindCancelled
@@ -242,6 +258,82 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 			"To keep a server or other long-running process alive, run it with mode=\"background\".]", res.LeftoversKilled)
 	}
 	return r
+}
+
+// detachable runs a foreground command that detaches into a job when it
+// is still running after DetachAfter (seed 004's
+// ForegroundThenDetachAfter): the model then gets the output so far and
+// the job's id, and the job tools take over. A command that ends before
+// is answered as any foreground command, and leaves no job behind.
+func (a *action) detachable(ctx context.Context, call *tool.Call, timeout time.Duration) *tool.Result {
+	m := a.t.Jobs
+	if m == nil {
+		m = &jobs.Manager{}
+	}
+	buf, _ := capture.New(combinedLimit)
+	var mu sync.Mutex
+	forward := call.Outputter()
+	job, err := m.StartAttached(jobs.Spec{
+		Command: a.in.Command, Shell: a.shell(), Dir: a.dir, Env: a.t.Env,
+		Lifetime: pick(a.t.BackgroundLifetime, BackgroundTimeout), Grace: a.t.Grace,
+		Tool: Name, Conversation: call.Conversation,
+	}, false, func(st runner.Stream, b []byte) {
+		mu.Lock()
+		buf.Write(b)
+		mu.Unlock()
+		if forward != nil {
+			forward(st, b)
+		}
+	})
+	if err != nil {
+		return startFailure(err)
+	}
+	snapshot := func() capture.Snapshot {
+		mu.Lock()
+		defer mu.Unlock()
+		s := buf.Snapshot()
+		s.Head, s.Tail = append([]byte(nil), s.Head...), append([]byte(nil), s.Tail...)
+		return s
+	}
+	detach := time.NewTimer(a.t.DetachAfter)
+	defer detach.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	timedOut := false
+	select {
+	case <-job.Done():
+	case <-ctx.Done():
+		job.Cancel()
+		<-job.Done()
+	case <-deadline.C:
+		timedOut = true
+		job.Cancel()
+		<-job.Done()
+	case <-detach.C:
+		return &tool.Result{
+			Text: fmt.Sprintf("[command still running after %s; it continues in the background as job %s]\n%s\n\n%s",
+				RustDuration(a.t.DetachAfter), job.ID, FormatOutput(snapshot()), DetachedText(job.ID, job.Pid, job.OutputFile)),
+			Run: &tool.RunInfo{Pid: job.Pid, Outcome: "detached", Background: true},
+		}
+	}
+	res, err := job.Result()
+	m.Remove(job.ID, "") // never seen by the model: leave no job behind
+	if err != nil {
+		return startFailure(err)
+	}
+	switch {
+	case timedOut:
+		res.Outcome = runner.TimedOut
+	case ctx.Err() != nil:
+		res.Outcome = runner.Cancelled
+	}
+	return render(res, snapshot(), timeout)
+}
+
+// DetachedText tells the model how to follow a detached command.
+func DetachedText(id string, pid int, outputFile string) string {
+	return fmt.Sprintf("<job_id>%s</job_id>\n<pid>%d</pid>\n<output_file>%s</output_file>\n"+
+		"<reminder>job_output, job_wait and job_kill take job_id=%q. To stop it: kill -9 -%d</reminder>", id, pid, outputFile, id, pid)
 }
 
 // withOutput adds the output captured before a timeout or cancellation

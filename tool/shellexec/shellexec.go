@@ -19,9 +19,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentexec/agentexec/capture"
+	"github.com/agentexec/agentexec/jobs"
 	"github.com/agentexec/agentexec/policy"
 	"github.com/agentexec/agentexec/runner"
 	"github.com/agentexec/agentexec/tool"
@@ -56,6 +58,12 @@ type Tool struct {
 	// MaxOutput is what is kept of each stream, in bytes; zero means
 	// DefaultMaxOutput.
 	MaxOutput int64
+	// DetachAfter, when not zero (and Jobs is set), lets a program still
+	// running after this long continue as a background job instead of
+	// being killed at its timeout.
+	DetachAfter time.Duration
+	// Jobs runs detached programs.
+	Jobs *jobs.Manager
 }
 
 // New returns the tool with its defaults.
@@ -294,6 +302,9 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 		keep = DefaultMaxOutput
 	}
 	lim := capture.Limit{Strategy: capture.Middle, Max: keep, HeadKeep: keep / 2, TailKeep: keep / 2}
+	if a.t.DetachAfter > 0 && a.t.Jobs != nil {
+		return a.detachable(ctx, call, lim)
+	}
 	res, err := runner.Run(ctx, runner.Spec{
 		Argv:     append([]string{a.path}, a.in.Argv...),
 		Dir:      a.in.Cwd,
@@ -306,22 +317,32 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 		OnOutput: call.Outputter(),
 	})
 	if err != nil {
-		switch {
-		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			return tool.Errorf(tool.KindCancelled, "shell.exec cancelled before %s started", a.in.Executable)
-		case errors.Is(err, runner.ErrPermission), errors.Is(err, fs.ErrPermission):
-			return tool.Errorf(tool.KindPermissionError, "cannot run %s: %v", a.in.Executable, err)
-		}
-		return tool.Errorf(tool.KindExecution, "cannot run %s: %v", a.in.Executable, err)
+		return a.startFailure(err)
 	}
-	out := Output{Stdout: res.Stdout.Text(), Stderr: res.Stderr.Text()}
+	return a.render(res, res.Stdout, res.Stderr)
+}
+
+func (a *action) startFailure(err error) *tool.Result {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return tool.Errorf(tool.KindCancelled, "shell.exec cancelled before %s started", a.in.Executable)
+	case errors.Is(err, runner.ErrPermission), errors.Is(err, fs.ErrPermission):
+		return tool.Errorf(tool.KindPermissionError, "cannot run %s: %v", a.in.Executable, err)
+	}
+	return tool.Errorf(tool.KindExecution, "cannot run %s: %v", a.in.Executable, err)
+}
+
+// render words a finished run: the seed's JSON, or the timeout and
+// cancellation results.
+func (a *action) render(res *runner.Result, stdout, stderr capture.Snapshot) *tool.Result {
+	out := Output{Stdout: stdout.Text(), Stderr: stderr.Text()}
 	if res.Signal == 0 && !res.TimedOut() && !res.Cancelled() {
 		code := res.ExitCode
 		out.ExitCode = &code
 		out.Success = code == 0
 	}
 	b, _ := json.Marshal(out)
-	r := &tool.Result{Text: string(b), Structured: out, Run: tool.RunInfoFrom(res, res.Stdout.Truncated || res.Stderr.Truncated)}
+	r := &tool.Result{Text: string(b), Structured: out, Run: tool.RunInfoFrom(res, stdout.Truncated || stderr.Truncated)}
 	switch {
 	case res.TimedOut():
 		r.Text = fmt.Sprintf("shell.exec timed out after %d ms; %s was killed. Output so far:\n%s", a.in.Timeout.Milliseconds(), a.in.Executable, b)
@@ -331,4 +352,76 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 		r.IsError, r.Kind = true, tool.KindCancelled
 	}
 	return r
+}
+
+// detachable runs the program as a job that detaches when it is still
+// running after DetachAfter (seed 004's ForegroundThenDetachAfter); one
+// that ends before is answered as usual and leaves no job behind.
+func (a *action) detachable(ctx context.Context, call *tool.Call, lim capture.Limit) *tool.Result {
+	outBuf, _ := capture.New(lim)
+	errBuf, _ := capture.New(lim)
+	var mu sync.Mutex
+	forward := call.Outputter()
+	job, err := a.t.Jobs.StartAttached(jobs.Spec{
+		Argv: append([]string{a.path}, a.in.Argv...), Dir: a.in.Cwd, Env: a.env,
+		Lifetime: jobs.DefaultLifetime, Grace: a.t.Grace, Tool: Name, Conversation: call.Conversation,
+	}, true, func(st runner.Stream, b []byte) {
+		mu.Lock()
+		if st == runner.Stderr {
+			errBuf.Write(b)
+		} else {
+			outBuf.Write(b)
+		}
+		mu.Unlock()
+		if forward != nil {
+			forward(st, b)
+		}
+	})
+	if err != nil {
+		return a.startFailure(err)
+	}
+	snapshots := func() (capture.Snapshot, capture.Snapshot) {
+		mu.Lock()
+		defer mu.Unlock()
+		o, e := outBuf.Snapshot(), errBuf.Snapshot()
+		o.Head, o.Tail = append([]byte(nil), o.Head...), append([]byte(nil), o.Tail...)
+		e.Head, e.Tail = append([]byte(nil), e.Head...), append([]byte(nil), e.Tail...)
+		return o, e
+	}
+	detach := time.NewTimer(a.t.DetachAfter)
+	defer detach.Stop()
+	deadline := time.NewTimer(a.in.Timeout)
+	defer deadline.Stop()
+	timedOut := false
+	select {
+	case <-job.Done():
+	case <-ctx.Done():
+		job.Cancel()
+		<-job.Done()
+	case <-deadline.C:
+		timedOut = true
+		job.Cancel()
+		<-job.Done()
+	case <-detach.C:
+		o, e := snapshots()
+		b, _ := json.Marshal(Output{Stdout: o.Text(), Stderr: e.Text()})
+		return &tool.Result{
+			Text: fmt.Sprintf("shell.exec: %s is still running after %d ms; it continues in the background as job %s (pid %d). Output so far:\n%s\n"+
+				"Use job_output, job_wait or job_kill with job_id=%q.", a.in.Executable, a.t.DetachAfter.Milliseconds(), job.ID, job.Pid, b, job.ID),
+			Run: &tool.RunInfo{Pid: job.Pid, Outcome: "detached", Background: true},
+		}
+	}
+	res, err := job.Result()
+	a.t.Jobs.Remove(job.ID, "")
+	if err != nil {
+		return a.startFailure(err)
+	}
+	switch {
+	case timedOut:
+		res.Outcome = runner.TimedOut
+	case ctx.Err() != nil:
+		res.Outcome = runner.Cancelled
+	}
+	o, e := snapshots()
+	return a.render(res, o, e)
 }

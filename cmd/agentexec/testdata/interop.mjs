@@ -23,7 +23,7 @@ await client.connect(transport);
 
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort().join(",");
-if (names !== "bash,exec") fail(`tools ${names}`);
+if (names !== "bash,exec,job_kill,job_list,job_output,job_wait") fail(`tools ${names}`);
 const bash = tools.find((t) => t.name === "bash");
 if (!bash.inputSchema.properties.mode || !bash.description.includes("<pwd>")) fail("bash schema or description");
 
