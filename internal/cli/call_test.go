@@ -197,3 +197,39 @@ func TestBackgroundOutlivesOneShotCall(t *testing.T) {
 	}
 	proctest.NoSurvivors(t, token)
 }
+
+func TestJobsCommands(t *testing.T) {
+	dir := callEnv(t)
+	state := filepath.Join(dir, "jobs")
+	code, out, _ := runCLIStdin(t, "", "call", "--state-dir", state, "bash", `{"command": "echo hello; sleep 600", "mode": "background"}`)
+	if code != 0 {
+		t.Fatalf("%d %q", code, out)
+	}
+	code, table, _ := runCLIStdin(t, "", "jobs", "--state-dir", state)
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[1], "running") || !strings.Contains(lines[1], "sleep 600") {
+		t.Fatalf("jobs: %d %q", code, table)
+	}
+	id := strings.Fields(lines[1])[0]
+	var logs string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !strings.Contains(logs, "hello"); time.Sleep(20 * time.Millisecond) {
+		_, logs, _ = runCLIStdin(t, "", "jobs", "--state-dir", state, "logs", id)
+	}
+	if logs != "hello\n" {
+		t.Errorf("logs %q", logs)
+	}
+	code, out, _ = runCLIStdin(t, "", "jobs", "--state-dir", state, "kill", id)
+	if code != 0 || out != id+": killed by SIGTERM\n" {
+		t.Errorf("kill: %d %q", code, out)
+	}
+	code, logs, _ = runCLIStdin(t, "", "jobs", "--state-dir", state, "logs", "-f", id)
+	if code != 0 || !strings.HasSuffix(logs, "[background process failed: signal: 15 (SIGTERM)]\n") {
+		t.Errorf("logs -f: %d %q", code, logs)
+	}
+	if code, _, _ := runCLIStdin(t, "", "jobs", "--state-dir", state, "rm", id); code != 0 {
+		t.Errorf("rm: %d", code)
+	}
+	if code, _, stderr := runCLIStdin(t, "", "jobs", "--state-dir", state, "logs", "nope"); code != ExitFailed || !strings.Contains(stderr, "no such job") {
+		t.Errorf("unknown: %d %q", code, stderr)
+	}
+}
