@@ -38,6 +38,11 @@ type Manager struct {
 	// MaxOutput caps the output file of jobs whose Spec leaves it zero;
 	// zero means DefaultMaxOutput.
 	MaxOutput int64
+	// OneShot is for hosts that exit right after starting jobs (a CLI
+	// call): supervisors are not waited for, so no goroutine outlives the
+	// call; they are re-parented when the host exits. StopAll does not
+	// reach them.
+	OneShot bool
 
 	reapers sync.WaitGroup // one per supervisor still running
 	attachedState
@@ -192,20 +197,11 @@ func (m *Manager) launch(ctx context.Context, exe string, p *plan) (int, error) 
 		statusR.Close()
 		return 0, fmt.Errorf("jobs: cannot start the supervisor %s: %w", exe, err)
 	}
-	m.reapers.Add(1)
-	m.mu.Lock()
-	if m.live == nil {
-		m.live = map[*os.Process]bool{}
+	if m.OneShot {
+		proc.Release()
+	} else {
+		m.watch(proc)
 	}
-	m.live[proc] = true
-	m.mu.Unlock()
-	go func() { // reap it if this process lives longer than the job
-		defer m.reapers.Done()
-		proc.Wait()
-		m.mu.Lock()
-		delete(m.live, proc)
-		m.mu.Unlock()
-	}()
 
 	go func() {
 		json.NewEncoder(specW).Encode(p)
@@ -265,4 +261,22 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// watch reaps a supervisor when it exits and lets StopAll reach it.
+func (m *Manager) watch(proc *os.Process) {
+	m.reapers.Add(1)
+	m.mu.Lock()
+	if m.live == nil {
+		m.live = map[*os.Process]bool{}
+	}
+	m.live[proc] = true
+	m.mu.Unlock()
+	go func() { // reap it if this process lives longer than the job
+		defer m.reapers.Done()
+		proc.Wait()
+		m.mu.Lock()
+		delete(m.live, proc)
+		m.mu.Unlock()
+	}()
 }

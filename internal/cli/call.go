@@ -84,6 +84,7 @@ func (o *callOptions) run(cmd *cobra.Command, args []string, stdin io.Reader, st
 		return &exitError{code: ExitToolError, msg: fmt.Sprintf("the %s contract is not enabled; enable it with --tools %s or tools.enabled in the configuration (enabled: %s)",
 			args[0], args[0], strings.Join(h.Registry.Names(), ", "))}
 	}
+	h.Jobs.OneShot = true // background jobs outlive this call, watched by their supervisors
 	call := h.Call(o.conversation)
 	if tty, err := openTTY(); err == nil {
 		defer tty.Close()
