@@ -302,7 +302,11 @@ func TestBackgroundLifecycle(t *testing.T) {
 	if out != "start\ndone\n\n\n[background process completed]\n" {
 		t.Errorf("output file %q", out)
 	}
+	// The record is written just after the completion line.
 	info, err := jobs.ReadInfo(filepath.Dir(file))
+	for deadline := time.Now().Add(5 * time.Second); err == nil && info.Running() && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		info, err = jobs.ReadInfo(filepath.Dir(file))
+	}
 	if err != nil || info.State != "exited" || info.ExitCode == nil || *info.ExitCode != 0 || info.Pid != pid || info.Tool != "bash" || info.Conversation != "test" {
 		t.Errorf("job record %+v %v", info, err)
 	}
