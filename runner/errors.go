@@ -23,6 +23,8 @@ var (
 	ErrBadDir = errors.New("bad working directory")
 	// ErrUnsupported: this platform cannot run commands as the runner must.
 	ErrUnsupported = errors.New("not supported on this platform")
+	// ErrSandbox: the sandbox could not be set up; Err says which step.
+	ErrSandbox = errors.New("sandbox setup failed")
 )
 
 // StartError says why a command could not be started. Nothing ran when Run

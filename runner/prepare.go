@@ -20,6 +20,7 @@ type plan struct {
 	timeout time.Duration
 	grace   time.Duration
 	drain   time.Duration
+	extra   []*os.File // descriptors 3, 4, ... (Wrap)
 }
 
 // defaultShell finds bash, or sh where bash is missing, once per process.
@@ -189,4 +190,12 @@ func checkExecutable(prog, path string) (string, error) {
 		return "", &StartError{Kind: ErrNotExecutable, Program: prog, Detail: "it has no execute permission"}
 	}
 	return path, nil
+}
+
+// programName names the program of a spec for errors.
+func (s *Spec) programName() string {
+	if len(s.Argv) > 0 {
+		return s.Argv[0]
+	}
+	return s.Shell
 }

@@ -98,10 +98,14 @@ type child struct{ pid int }
 // stdout and stderr.
 func startProcess(p *plan, env []string, io *pipes) (*child, error) {
 	prepareHost()
+	files := []uintptr{uintptr(io.childIn), uintptr(io.childOut), uintptr(io.childErr)}
+	for _, f := range p.extra {
+		files = append(files, f.Fd())
+	}
 	pid, err := syscall.ForkExec(p.path, p.argv, &syscall.ProcAttr{
 		Dir:   p.dir,
 		Env:   env,
-		Files: []uintptr{uintptr(io.childIn), uintptr(io.childOut), uintptr(io.childErr)},
+		Files: files,
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
 	if err != nil {

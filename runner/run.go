@@ -89,11 +89,37 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	marker := MarkerVar + "=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(runSeq.Add(1), 10)
 	env := append(p.env[:len(p.env):len(p.env)], marker)
 
+	var wrapped *Wrapped
+	if spec.Wrap != nil {
+		if wrapped, err = spec.Wrap(p.path, p.argv, env); err != nil {
+			pipes.closeChildEnds()
+			pipes.closeParentEnds()
+			return nil, &StartError{Kind: ErrSandbox, Program: p.argv[0], Err: err}
+		}
+		if wrapped.Done != nil {
+			defer wrapped.Done()
+		}
+		p = &plan{path: wrapped.Path, argv: wrapped.Argv, dir: p.dir, timeout: p.timeout, grace: p.grace, drain: p.drain, extra: wrapped.Files}
+		env = wrapped.Env
+	}
 	c, err := startProcess(p, env, pipes)
 	pipes.closeChildEnds()
+	if wrapped != nil {
+		for _, f := range wrapped.Files {
+			f.Close()
+		}
+	}
 	if err != nil {
 		pipes.closeParentEnds()
 		return nil, startError(p, err)
+	}
+	if wrapped != nil && wrapped.Started != nil {
+		if serr := wrapped.Started(c.pid); serr != nil {
+			signalGroup(c.pid, syscall.SIGKILL)
+			c.wait()
+			pipes.closeParentEnds()
+			return nil, &StartError{Kind: ErrSandbox, Program: spec.programName(), Err: serr}
+		}
 	}
 	start := time.Now()
 	registerLeader(c.pid)

@@ -108,6 +108,12 @@ type Spec struct {
 	// Result.LeftoversKept. Output they write after Run returns is lost.
 	KeepLeftovers bool
 
+	// Wrap, if set, changes what is started: it gets the program, argv
+	// and environment that would run and returns what to run instead (a
+	// sandbox trampoline that applies its restrictions and then executes
+	// the program, keeping the pid).
+	Wrap func(path string, argv, env []string) (*Wrapped, error)
+
 	// OnStart, if set, is called once with the main process's id as soon
 	// as it has started, before any output is read. It must not block for
 	// long.
@@ -205,4 +211,21 @@ func lookupEnv(env []string, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// Wrapped is what a Spec.Wrap hook starts instead of the program.
+type Wrapped struct {
+	Path string
+	Argv []string
+	Env  []string
+	// Files become the process's descriptors 3, 4, ...; Run closes its
+	// copies once the process has started.
+	Files []*os.File
+	// Started is called with the pid as soon as the process has started.
+	// A non-nil error means the program never ran: Run then reaps the
+	// process and returns a *StartError of kind ErrSandbox carrying it.
+	Started func(pid int) error
+	// Done, if set, is called when the run is over (also after a failed
+	// start), to clean up.
+	Done func()
 }

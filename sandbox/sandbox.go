@@ -1,0 +1,145 @@
+// Package sandbox confines a command: resource limits, a Landlock
+// filesystem and network policy, a small seccomp filter, IPC scoping and
+// no_new_privs, applied by a trampoline. Go cannot run code between fork
+// and exec, so the runner starts this program again in a hidden mode; the
+// trampoline reads the spec from an inherited descriptor (never argv or
+// env), applies it to itself, and execve()s the target, which keeps the
+// pid: process-group kills and the runner's accounting work unchanged.
+// A setup failure comes back on a close-on-exec status descriptor as a
+// typed error naming the step, and the target never runs.
+//
+// This is the security boundary that package safety is not. What the
+// kernel cannot do is reported (Status), never silently skipped: a spec
+// that asks for a missing layer fails unless it says BestEffort, and then
+// the run says what was skipped.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+)
+
+// Spec is what a command may do. The zero value confines nothing.
+type Spec struct {
+	// Resource limits; zero means no limit. Memory is RLIMIT_DATA (the
+	// heap and anonymous mappings): RLIMIT_AS would count reserved but
+	// unused address space, which breaks the JVM, Go and other runtimes
+	// that reserve large ranges up front. Core dumps are always off.
+	CPUSeconds    int64 `json:"cpu_seconds,omitempty"`
+	MemoryBytes   int64 `json:"memory_bytes,omitempty"`
+	FileSizeBytes int64 `json:"file_size_bytes,omitempty"`
+	OpenFiles     int64 `json:"open_files,omitempty"`
+	// Processes caps the processes of the command's tree: a cgroup
+	// pids.max where a cgroup is writable (RLIMIT_NPROC does nothing for
+	// root), else RLIMIT_NPROC for a non-root user.
+	Processes int64 `json:"processes,omitempty"`
+
+	// Filesystem turns on Landlock: ReadOnly paths can be read and
+	// executed, ReadWrite paths written too, and nothing else reached.
+	Filesystem bool     `json:"filesystem,omitempty"`
+	ReadOnly   []string `json:"read_only,omitempty"`
+	ReadWrite  []string `json:"read_write,omitempty"`
+	// Hidden paths stay unreadable even inside readable trees (secrets
+	// such as ~/.ssh): their ancestors are opened entry by entry instead.
+	Hidden []string `json:"hidden,omitempty"`
+	// PrivateTmp gives each run its own writable temporary directory,
+	// exported as TMPDIR and removed afterwards.
+	PrivateTmp bool `json:"private_tmp,omitempty"`
+
+	// NoNetwork denies TCP bind and connect (Landlock), and UDP, raw and
+	// MPTCP sockets, ptrace and io_uring (seccomp).
+	NoNetwork bool `json:"no_network,omitempty"`
+
+	// BestEffort runs with the layers the kernel has when some are
+	// missing (the result says which were skipped); otherwise a missing
+	// layer is an error.
+	BestEffort bool `json:"best_effort,omitempty"`
+}
+
+// Enabled reports whether s confines anything.
+func (s *Spec) Enabled() bool {
+	return s != nil && (s.CPUSeconds > 0 || s.MemoryBytes > 0 || s.FileSizeBytes > 0 || s.OpenFiles > 0 || s.Processes > 0 ||
+		s.Filesystem || s.NoNetwork)
+}
+
+// Stricter returns a spec at least as strict as both a and b: the lower of
+// each limit, and every restriction either asks for. Paths: a path is
+// writable only if both allow writing it.
+func Stricter(a, b Spec) Spec {
+	lower := func(x, y int64) int64 {
+		switch {
+		case x == 0:
+			return y
+		case y == 0:
+			return x
+		}
+		return min(x, y)
+	}
+	out := Spec{
+		CPUSeconds: lower(a.CPUSeconds, b.CPUSeconds), MemoryBytes: lower(a.MemoryBytes, b.MemoryBytes),
+		FileSizeBytes: lower(a.FileSizeBytes, b.FileSizeBytes), OpenFiles: lower(a.OpenFiles, b.OpenFiles),
+		Processes:  lower(a.Processes, b.Processes),
+		Filesystem: a.Filesystem || b.Filesystem, NoNetwork: a.NoNetwork || b.NoNetwork,
+		PrivateTmp: a.PrivateTmp || b.PrivateTmp, BestEffort: a.BestEffort && b.BestEffort,
+		Hidden: append(slices.Clone(a.Hidden), b.Hidden...),
+	}
+	switch {
+	case a.Filesystem && b.Filesystem:
+		out.ReadOnly = append(slices.Clone(a.ReadOnly), b.ReadOnly...)
+		for _, p := range a.ReadWrite {
+			if slices.Contains(b.ReadWrite, p) {
+				out.ReadWrite = append(out.ReadWrite, p)
+			} else {
+				out.ReadOnly = append(out.ReadOnly, p)
+			}
+		}
+	case a.Filesystem:
+		out.ReadOnly, out.ReadWrite = a.ReadOnly, a.ReadWrite
+	case b.Filesystem:
+		out.ReadOnly, out.ReadWrite = b.ReadOnly, b.ReadWrite
+	}
+	return out
+}
+
+// Validate checks that paths are absolute.
+func (s *Spec) Validate() error {
+	for _, list := range [][]string{s.ReadOnly, s.ReadWrite, s.Hidden} {
+		for _, p := range list {
+			if !filepath.IsAbs(p) {
+				return fmt.Errorf("sandbox: %q is not an absolute path", p)
+			}
+		}
+	}
+	if s.CPUSeconds < 0 || s.MemoryBytes < 0 || s.FileSizeBytes < 0 || s.OpenFiles < 0 || s.Processes < 0 {
+		return errors.New("sandbox: limits must not be negative")
+	}
+	return nil
+}
+
+// Steps of the trampoline, named in SetupErrors.
+const (
+	StepReadSpec = "read the spec"
+	StepCgroup   = "join the cgroup"
+	StepLandlock = "apply Landlock"
+	StepSeccomp  = "install the seccomp filter"
+	StepNoNewPrv = "set no_new_privs"
+	StepRlimits  = "set resource limits"
+	StepExec     = "execute the program"
+)
+
+// SetupError says which step of the trampoline failed; the target did not
+// run.
+type SetupError struct {
+	Step string `json:"step"`
+	Msg  string `json:"error"`
+	// Errno is the system error number, if any.
+	Errno int `json:"errno,omitempty"`
+}
+
+// Error returns "sandbox: cannot <step>: <message>".
+func (e *SetupError) Error() string { return "sandbox: cannot " + e.Step + ": " + e.Msg }
+
+// ErrUnavailable is wrapped by errors for layers the kernel lacks.
+var ErrUnavailable = errors.New("not available on this system")
