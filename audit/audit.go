@@ -52,6 +52,7 @@ type Event struct {
 	StdoutBytes int64    `json:"stdout_bytes,omitempty"`
 	StderrBytes int64    `json:"stderr_bytes,omitempty"`
 	Truncated   bool     `json:"truncated,omitempty"`
+	Sandbox     string   `json:"sandbox,omitempty"`
 }
 
 // Sink receives events. Write must be safe for concurrent use.

@@ -23,6 +23,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/agentexec/agentexec/policy"
 	"github.com/agentexec/agentexec/safety"
+	"github.com/agentexec/agentexec/sandbox"
 )
 
 //go:embed default.toml
@@ -41,6 +42,7 @@ type Config struct {
 	Profile   string    `toml:"profile"`
 	Env       EnvConfig `toml:"env"`
 	Tools     Tools     `toml:"tools"`
+	Sandbox   Sandbox   `toml:"sandbox"`
 	Grants    Grants    `toml:"grants"`
 	Audit     Audit     `toml:"audit"`
 	Jobs      Jobs      `toml:"jobs"`
@@ -76,6 +78,15 @@ type ShellExec struct {
 	DenyExecutables           []string `toml:"deny_executables"`
 	RequireApprovalForUnknown bool     `toml:"require_approval_for_unknown"`
 	DefaultTimeout            Duration `toml:"default_timeout"`
+}
+
+// Sandbox is [sandbox].
+type Sandbox struct {
+	Profile    string   `toml:"profile"`
+	BestEffort bool     `toml:"best_effort"`
+	Hidden     []string `toml:"hidden"`
+	ReadOnly   []string `toml:"read_only"`
+	ReadWrite  []string `toml:"read_write"`
 }
 
 // Grants is [grants]: seed 003's tool and fs grants for the agent.
@@ -306,7 +317,8 @@ func (c *Config) Source(key string) string {
 
 // known lists the keys of each table, for "unknown key" errors.
 var known = map[string][]string{
-	"":                 {"workspace", "profile", "env", "tools", "grants", "audit", "jobs", "rules"},
+	"":                 {"workspace", "profile", "env", "tools", "sandbox", "grants", "audit", "jobs", "rules"},
+	"sandbox":          {"profile", "best_effort", "hidden", "read_only", "read_write"},
 	"env":              {"pass", "set"},
 	"tools":            {"enabled", "names", "grace", "detach_after", "job_tools", "shell_exec"},
 	"tools.shell_exec": {"allow_executables", "deny_executables", "require_approval_for_unknown", "default_timeout"},
@@ -393,6 +405,19 @@ func (c *Config) validate(text string) error {
 		mode, p, ok := strings.Cut(g, ":")
 		if !ok || (mode != "r" && mode != "w" && mode != "rw") || !filepath.IsAbs(p) {
 			return fail("grants.fs", "%q: use MODE:PATH with MODE r, w or rw and an absolute path, such as \"r:/usr\"", g)
+		}
+	}
+	if !slices.Contains(sandbox.Profiles, c.Sandbox.Profile) {
+		return fail("sandbox.profile", "%q is not a sandbox profile; the profiles are %s", c.Sandbox.Profile, strings.Join(sandbox.Profiles, ", "))
+	}
+	for _, list := range []struct {
+		key   string
+		paths []string
+	}{{"sandbox.hidden", c.Sandbox.Hidden}, {"sandbox.read_only", c.Sandbox.ReadOnly}, {"sandbox.read_write", c.Sandbox.ReadWrite}} {
+		for _, p := range list.paths {
+			if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~/") {
+				return fail(list.key, "%q: use an absolute path, or one starting with ~/", p)
+			}
 		}
 	}
 	if c.Jobs.MaxLive < 0 {

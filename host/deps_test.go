@@ -30,9 +30,10 @@ func TestImportDirection(t *testing.T) {
 	layer := map[string]int{
 		"capture": 0, "safety": 0, "internal/proctest": 0,
 		"runner": 1, "policy": 1, "audit": 1,
-		"jobs": 2, "tool": 2,
-		"tool/exec": 3, "tool/bash": 3, "tool/execv": 3, "tool/shellexec": 3, "tool/jobtools": 3, "config": 3,
-		"host": 4, "mcpserver": 5, "internal/cli": 6, "cmd/agentexec": 7,
+		"sandbox": 2,
+		"jobs":    3, "tool": 3,
+		"tool/exec": 4, "tool/bash": 4, "tool/execv": 4, "tool/shellexec": 4, "tool/jobtools": 4, "config": 4,
+		"host": 5, "mcpserver": 6, "internal/cli": 7, "cmd/agentexec": 8,
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)

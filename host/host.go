@@ -17,6 +17,7 @@ import (
 	"github.com/agentexec/agentexec/jobs"
 	"github.com/agentexec/agentexec/policy"
 	"github.com/agentexec/agentexec/runner"
+	"github.com/agentexec/agentexec/sandbox"
 	"github.com/agentexec/agentexec/tool"
 	"github.com/agentexec/agentexec/tool/bash"
 	toolexec "github.com/agentexec/agentexec/tool/exec"
@@ -42,6 +43,8 @@ type Host struct {
 	Grants *tool.Grants
 	// AuditFile is the open audit log, or nil when it is off.
 	AuditFile *audit.File
+	// Sandbox is the configured profile every command runs under.
+	Sandbox *sandbox.Spec
 }
 
 // DefaultAuditPath is where the audit log goes when the configuration
@@ -99,6 +102,35 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 		}
 	}
 
+	var hidden []string
+	if len(cfg.Sandbox.Hidden) > 0 {
+		hidden = cfg.Sandbox.Hidden
+	}
+	expand := func(paths []string) []string {
+		home, _ := os.UserHomeDir()
+		var out []string
+		for _, p := range paths {
+			if rest, ok := strings.CutPrefix(p, "~/"); ok && home != "" {
+				p = filepath.Join(home, rest)
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	box, err := sandbox.Profile(cfg.Sandbox.Profile, sandbox.ProfileOptions{
+		Workspace: h.Workspace, Hidden: hidden, ReadOnly: expand(cfg.Sandbox.ReadOnly), ReadWrite: expand(cfg.Sandbox.ReadWrite),
+		BestEffort: cfg.Sandbox.BestEffort,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if box.Enabled() && !box.BestEffort {
+		if missing := box.Missing(); len(missing) > 0 {
+			return nil, fmt.Errorf("host: the %s sandbox profile needs what this system lacks: %s. Run `agentexec sandbox status`, "+
+				"choose another profile, or set sandbox.best_effort = true", box.Name, strings.Join(missing, "; "))
+		}
+	}
+	h.Sandbox = &box
 	grace := time.Duration(cfg.Tools.Grace)
 	detach := time.Duration(cfg.Tools.DetachAfter)
 	r := tool.NewRegistry()
@@ -112,11 +144,11 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 		var t tool.Tool
 		switch name {
 		case toolexec.Name:
-			t = &toolexec.Tool{Env: h.Env, Grace: grace}
+			t = &toolexec.Tool{Env: h.Env, Grace: grace, Sandbox: h.Sandbox}
 		case bash.Name:
-			t = &bash.Tool{Env: h.Env, Grace: grace, Jobs: h.Jobs, DetachAfter: detach}
+			t = &bash.Tool{Env: h.Env, Grace: grace, Jobs: h.Jobs, DetachAfter: detach, Sandbox: h.Sandbox}
 		case execv.Name:
-			t = &execv.Tool{}
+			t = &execv.Tool{Sandbox: h.Sandbox}
 		case shellexec.Name:
 			t = &shellexec.Tool{
 				Env:   h.Env,
@@ -128,6 +160,7 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 				DefaultTimeout: time.Duration(cfg.Tools.ShellExec.DefaultTimeout),
 				DetachAfter:    detach,
 				Jobs:           h.Jobs,
+				Sandbox:        h.Sandbox,
 			}
 		default:
 			return nil, fmt.Errorf("host: unknown contract %q; the contracts are %s", name, strings.Join(config.Contracts, ", "))

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentexec/agentexec/sandbox"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,6 +48,8 @@ type Spec struct {
 	// dropped (the file says how much) and the newest kept. Zero means
 	// DefaultMaxOutput.
 	MaxOutputBytes int64
+	// Sandbox confines the job (nil: not at all).
+	Sandbox *sandbox.Spec
 	// Tool and Conversation record who started the job.
 	Tool         string
 	Conversation string

@@ -80,6 +80,10 @@ func runJobStreams(ctx context.Context, p *plan, onStart func(int), onOutput fun
 		ID: p.ID, OwnerPid: os.Getpid(), Command: p.Spec.describe(), Dir: p.Spec.Dir,
 		Tool: p.Spec.Tool, Conversation: p.Spec.Conversation, Lifetime: Duration(p.Spec.Lifetime), State: "running",
 	}
+	wrap, _, err := p.Spec.Sandbox.Hook()
+	if err != nil {
+		return nil, err
+	}
 	out, err := openOutput(p.JobDir, p.Spec.MaxOutputBytes, info)
 	if err != nil {
 		return nil, err
@@ -87,6 +91,7 @@ func runJobStreams(ctx context.Context, p *plan, onStart func(int), onOutput fun
 	defer out.close()
 	small := capture.Limit{Strategy: capture.Tail, Max: 1}
 	res, err := runner.Run(ctx, runner.Spec{
+		Wrap:     wrap,
 		Command:  p.Spec.Command,
 		Shell:    p.Spec.Shell,
 		Argv:     p.Spec.Argv,

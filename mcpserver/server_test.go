@@ -19,12 +19,14 @@ import (
 	"github.com/agentexec/agentexec/host"
 	"github.com/agentexec/agentexec/internal/proctest"
 	"github.com/agentexec/agentexec/jobs"
+	"github.com/agentexec/agentexec/sandbox"
 	"github.com/agentexec/agentexec/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	jobs.Main()
 	proctest.RunHelpers(map[string]proctest.Helper{"stdio": helperStdio})
 	goleak.VerifyTestMain(m)

@@ -23,6 +23,9 @@ import (
 
 // Spec is what a command may do. The zero value confines nothing.
 type Spec struct {
+	// Name is the profile the spec came from, for results and the audit
+	// log.
+	Name string `json:"name,omitempty"`
 	// Resource limits; zero means no limit. Memory is RLIMIT_DATA (the
 	// heap and anonymous mappings): RLIMIT_AS would count reserved but
 	// unused address space, which breaks the JVM, Go and other runtimes

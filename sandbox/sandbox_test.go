@@ -331,7 +331,7 @@ func TestSetupFailure(t *testing.T) {
 			f.Close()
 		}
 	}()
-	if strings.Contains(strings.Join(wr.Argv, " "), "SECRET") || len(wr.Env) != 0 {
+	if strings.Contains(strings.Join(wr.Argv, " "), "SECRET") || strings.Join(wr.Env, " ") != "GOMAXPROCS=1" {
 		t.Errorf("argv %q env %q", wr.Argv, wr.Env)
 	}
 }
@@ -395,4 +395,54 @@ func TestAsUnprivileged(t *testing.T) {
 		t.Fatalf("as uid 65534: %v\n%s", err, out)
 	}
 	t.Logf("as uid 65534:\n%s", out)
+}
+
+// BenchmarkTrue runs /bin/true unconfined (the baseline), under the default
+// profile and under strict, and under bubblewrap doing the equivalent when
+// it is installed.
+func BenchmarkTrue(b *testing.B) {
+	ws := b.TempDir()
+	runTrue := func(b *testing.B, wrap func(string, []string, []string) (*runner.Wrapped, error), argv []string) {
+		for b.Loop() {
+			res, err := runner.Run(context.Background(), runner.Spec{Argv: argv, Wrap: wrap})
+			if err != nil || res.ExitCode != 0 {
+				b.Fatal(err, res)
+			}
+		}
+	}
+	b.Run("baseline=unsandboxed", func(b *testing.B) { runTrue(b, nil, []string{"/bin/true"}) })
+	// The trampoline is either this (test) program re-executed, or the
+	// small agentexec-sandbox program, built here as an install would.
+	trampolines := map[string]string{"self": ""}
+	helper := filepath.Join(ws, HelperName)
+	build := exec.Command("go", "build", "-o", helper, "github.com/agentexec/agentexec/cmd/agentexec-sandbox")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err == nil {
+		trampolines["helper"] = helper
+	} else {
+		b.Logf("cannot build %s, measuring self re-exec only: %v\n%s", HelperName, err, out)
+	}
+	for _, name := range []string{"workspace-write", "strict"} {
+		s, _ := Profile(name, ProfileOptions{Workspace: ws})
+		for _, via := range []string{"self", "helper"} {
+			exe, ok := trampolines[via]
+			if !ok {
+				continue
+			}
+			if exe == "" {
+				exe, _ = os.Executable()
+			}
+			w, err := s.Wrapper(Options{Executable: exe})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(name+"/"+via, func(b *testing.B) { runTrue(b, w, []string{"/bin/true"}) })
+		}
+	}
+	if bwrap, err := exec.LookPath("bwrap"); err == nil {
+		b.Run("bubblewrap", func(b *testing.B) {
+			runTrue(b, nil, []string{bwrap, "--ro-bind", "/", "/", "--bind", ws, ws, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+				"--unshare-net", "--die-with-parent", "--new-session", "/bin/true"})
+		})
+	}
 }

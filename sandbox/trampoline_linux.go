@@ -36,6 +36,17 @@ type launch struct {
 	CgroupProcs string `json:"cgroup_procs,omitempty"`
 	// Nproc asks for RLIMIT_NPROC (no cgroup was available).
 	Nproc bool `json:"nproc,omitempty"`
+	// Rules are the Landlock path rules, worked out by the host (hidden
+	// paths expanded, files told from directories) so that the trampoline
+	// does no file system walk.
+	Rules []PathRule `json:"rules,omitempty"`
+}
+
+// PathRule is one Landlock path rule.
+type PathRule struct {
+	Path  string `json:"p"`
+	Write bool   `json:"w,omitempty"`
+	File  bool   `json:"f,omitempty"`
 }
 
 // Main runs the trampoline and never returns when this process was started
@@ -83,7 +94,7 @@ func trampoline() *SetupError {
 			return fail(StepCgroup, err)
 		}
 	}
-	if err := landlockApply(s); err != nil {
+	if err := landlockApply(s, l.Rules); err != nil {
 		return fail(StepLandlock, err)
 	}
 	if s.NoNetwork {
@@ -91,7 +102,10 @@ func trampoline() *SetupError {
 			return fail(StepSeccomp, err)
 		}
 	}
-	if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+	// Landlock and seccomp have set no_new_privs on every thread already;
+	// the thread that executes the program is this locked one, so setting
+	// it here is enough when neither ran.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(StepNoNewPrv, err)
 	}
 	if err := setRlimits(s, l.Nproc); err != nil {
@@ -101,58 +115,74 @@ func trampoline() *SetupError {
 	return fail(StepExec, fmt.Errorf("%s: %w", l.Path, err))
 }
 
-// landlockApply restricts the filesystem, the network and IPC scopes.
-func landlockApply(s *Spec) error {
+// landlockApply restricts the filesystem, the network and IPC scopes in
+// one ruleset.
+func landlockApply(s *Spec, paths []PathRule) error {
 	if !s.Filesystem && !s.NoNetwork {
 		return nil
 	}
 	abi, _ := llsys.LandlockGetABIVersion()
-	cfg := landlock.V6
-	if s.BestEffort {
-		cfg = cfg.BestEffort()
+	if s.NoNetwork && !s.BestEffort && abi < 4 {
+		return fmt.Errorf("Landlock ABI %d cannot restrict the network (4 is needed): %w", abi, ErrUnavailable)
 	}
+	args := []any{landlock.V6.Scoped}
 	if s.Filesystem {
-		rules, err := fsRules(s)
-		if err != nil {
-			return err
-		}
-		if err := cfg.RestrictPaths(rules...); err != nil {
-			return err
-		}
+		args = append(args, landlock.V6.HandledAccessFS)
 	}
 	if s.NoNetwork {
-		if !s.BestEffort && abi < 4 {
-			return fmt.Errorf("Landlock ABI %d cannot restrict the network (4 is needed): %w", abi, ErrUnavailable)
-		}
-		if err := cfg.RestrictNet(); err != nil {
-			return err
+		args = append(args, landlock.V6.HandledAccessNet)
+	}
+	cfg, err := landlock.NewConfig(args...)
+	if err != nil {
+		return err
+	}
+	if s.BestEffort {
+		*cfg = cfg.BestEffort()
+	}
+	var rules []landlock.Rule
+	if s.Filesystem {
+		for _, r := range paths {
+			switch {
+			case r.Write && r.File:
+				rules = append(rules, landlock.RWFiles(r.Path).IgnoreIfMissing().WithIoctlDev())
+			case r.Write:
+				rules = append(rules, landlock.RWDirs(r.Path).IgnoreIfMissing().WithRefer())
+			case r.File:
+				rules = append(rules, landlock.ROFiles(r.Path).IgnoreIfMissing())
+			default:
+				rules = append(rules, landlock.RODirs(r.Path).IgnoreIfMissing())
+			}
 		}
 	}
-	// Signals and abstract unix sockets stay inside the sandbox.
-	return cfg.RestrictScoped()
+	return cfg.Restrict(rules...)
 }
 
 // devices are the device files every command may use.
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
 
-// fsRules builds the Landlock rules of s: read-only paths (opened entry by
-// entry around hidden ones), read-write paths, and the usual devices.
-func fsRules(s *Spec) ([]landlock.Rule, error) {
-	var rules []landlock.Rule
+// planRules works out the path rules of s: read-only paths (opened entry
+// by entry around hidden ones), read-write paths, and the usual devices.
+func planRules(s *Spec) []PathRule {
+	var rules []PathRule
 	hidden := make([]string, 0, len(s.Hidden))
 	for _, h := range s.Hidden {
 		hidden = append(hidden, filepath.Clean(h))
 	}
+	add := func(p string, write bool) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return
+		}
+		rules = append(rules, PathRule{Path: p, Write: write, File: !fi.IsDir()})
+	}
 	var grant func(p string, depth int)
 	grant = func(p string, depth int) {
+		inside := false
 		for _, h := range hidden {
 			if h == p {
 				return // stays unreadable
 			}
-		}
-		inside := false
-		for _, h := range hidden {
-			if strings.HasPrefix(h, p+"/") || p == "/" {
+			if strings.HasPrefix(h, p+"/") || (p == "/" && h != "/") {
 				inside = true
 			}
 		}
@@ -161,13 +191,7 @@ func fsRules(s *Spec) ([]landlock.Rule, error) {
 			return
 		}
 		if !inside || !fi.IsDir() || depth > 32 {
-			if fi.IsDir() {
-				rules = append(rules, landlock.RODirs(p))
-			} else if fi.Mode().IsRegular() || fi.Mode()&os.ModeSymlink != 0 {
-				rules = append(rules, landlock.ROFiles(p).IgnoreIfMissing())
-			} else {
-				rules = append(rules, landlock.ROFiles(p).IgnoreIfMissing())
-			}
+			add(p, false)
 			return
 		}
 		entries, err := os.ReadDir(p)
@@ -178,29 +202,18 @@ func fsRules(s *Spec) ([]landlock.Rule, error) {
 			grant(filepath.Join(p, e.Name()), depth+1)
 		}
 	}
-	readOnly := s.ReadOnly
-	if len(hidden) == 0 {
-		for _, p := range readOnly {
-			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-				rules = append(rules, landlock.ROFiles(p))
-			} else {
-				rules = append(rules, landlock.RODirs(p).IgnoreIfMissing())
-			}
-		}
-	} else {
-		for _, p := range readOnly {
-			grant(filepath.Clean(p), 0)
-		}
+	for _, p := range s.ReadOnly {
+		grant(filepath.Clean(p), 0)
 	}
 	for _, p := range s.ReadWrite {
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			rules = append(rules, landlock.RWFiles(p))
-		} else {
-			rules = append(rules, landlock.RWDirs(p).IgnoreIfMissing().WithRefer())
+		add(p, true)
+	}
+	for _, d := range devices {
+		if _, err := os.Stat(d); err == nil {
+			rules = append(rules, PathRule{Path: d, Write: true, File: true})
 		}
 	}
-	rules = append(rules, landlock.RWFiles(devices...).IgnoreIfMissing().WithIoctlDev())
-	return rules, nil
+	return rules
 }
 
 // setRlimits sets the limits last, after everything that allocates.

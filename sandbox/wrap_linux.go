@@ -40,13 +40,17 @@ func (s *Spec) Wrapper(o Options) (func(path string, argv, env []string) (*runne
 	exe := o.Executable
 	if exe == "" {
 		var err error
-		if exe, err = os.Executable(); err != nil {
+		if exe, err = trampolineExecutable(); err != nil {
 			return nil, fmt.Errorf("sandbox: cannot find this program to run the trampoline: %w", err)
 		}
 	}
 	spec := *s
+	var rules []PathRule
+	if spec.Filesystem {
+		rules = planRules(&spec) // once per spec, not per run
+	}
 	return func(path string, argv, env []string) (*runner.Wrapped, error) {
-		return wrap(exe, spec, path, argv, env)
+		return wrapRules(exe, spec, rules, path, argv, env)
 	}, nil
 }
 
@@ -66,21 +70,27 @@ func (s *Spec) Missing() []string {
 	return out
 }
 
+// wrap prepares one run of s (its rules worked out now).
 func wrap(exe string, s Spec, path string, argv, env []string) (*runner.Wrapped, error) {
+	return wrapRules(exe, s, planRules(&s), path, argv, env)
+}
+
+func wrapRules(exe string, s Spec, rules []PathRule, path string, argv, env []string) (*runner.Wrapped, error) {
 	var cleanups []func()
 	done := func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
 	}
-	l := launch{Path: path, Argv: argv, Env: env, Spec: s}
+	l := launch{Path: path, Argv: argv, Env: env, Spec: s, Rules: rules}
+	l.Spec.ReadOnly, l.Spec.ReadWrite, l.Spec.Hidden = nil, nil, nil // the rules say it all
 	if s.PrivateTmp {
 		dir, err := os.MkdirTemp("", "agentexec-tmp-")
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: private tmp: %w", err)
 		}
 		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
-		l.Spec.ReadWrite = append(l.Spec.ReadWrite, dir)
+		l.Rules = append(l.Rules[:len(l.Rules):len(l.Rules)], PathRule{Path: dir, Write: true})
 		l.Env = setEnv(l.Env, "TMPDIR", dir)
 	}
 	if s.Processes > 0 {
@@ -108,14 +118,23 @@ func wrap(exe string, s Spec, path string, argv, env []string) (*runner.Wrapped,
 		done()
 		return nil, err
 	}
-	go func() {
+	if len(payload) <= 32<<10 {
+		// Fits in the pipe's buffer: written before the trampoline starts,
+		// so that it reads at once.
 		specW.Write(payload)
 		specW.Close()
-	}()
+	} else {
+		go func() {
+			specW.Write(payload)
+			specW.Close()
+		}()
+	}
 	return &runner.Wrapped{
-		Path:  exe,
-		Argv:  []string{exe, trampolineArg},
-		Env:   []string{},
+		Path: exe,
+		Argv: []string{exe, trampolineArg},
+		// One P: the trampoline does one thing, and fewer threads make
+		// the all-thread system calls of Landlock and seccomp cheaper.
+		Env:   []string{"GOMAXPROCS=1"},
 		Files: []*os.File{specR, statusW},
 		Started: func(pid int) error {
 			defer statusR.Close()
@@ -162,4 +181,22 @@ func newPidsCgroup(max int64) (string, func(), error) {
 		return "", nil, err
 	}
 	return filepath.Join(dir, "cgroup.procs"), remove, nil
+}
+
+// HelperName is the small trampoline program agentexec prefers when it is
+// installed next to its own binary.
+const HelperName = "agentexec-sandbox"
+
+// trampolineExecutable returns agentexec-sandbox next to this program when
+// it is there (a small program starts faster), else this program itself.
+func trampolineExecutable() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	helper := filepath.Join(filepath.Dir(self), HelperName)
+	if fi, err := os.Stat(helper); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return helper, nil
+	}
+	return self, nil
 }

@@ -267,6 +267,7 @@ func (r *Registry) emit(call *Call, typ string, ev audit.Event, res *Result) {
 		ev.ExitCode, ev.Signal, ev.Outcome, ev.Pid = &code, ri.Signal, ri.Outcome, ri.Pid
 		ev.DurationMS = &ms
 		ev.StdoutBytes, ev.StderrBytes, ev.Truncated = ri.StdoutBytes, ri.StderrBytes, ri.Truncated
+		ev.Sandbox = ri.Sandbox
 	}
 	r.write(call, stamp(typ, ev))
 }

@@ -100,6 +100,9 @@ type RunInfo struct {
 	Truncated       bool          `json:"truncated"`
 	LeftoversKilled int           `json:"leftovers_killed,omitempty"`
 	Background      bool          `json:"background,omitempty"`
+	// Sandbox names the sandbox profile the command ran under, and the
+	// layers skipped under best effort.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Errorf returns an error result of kind k with a formatted text.

@@ -6,9 +6,11 @@ import (
 
 	"github.com/agentexec/agentexec/internal/cli"
 	"github.com/agentexec/agentexec/jobs"
+	"github.com/agentexec/agentexec/sandbox"
 )
 
 func main() {
-	jobs.Main() // a background job's supervisor: runs it and exits
+	sandbox.Main() // the sandbox trampoline: confines itself and executes the command
+	jobs.Main()    // a background job's supervisor: runs it and exits
 	os.Exit(cli.Run())
 }

@@ -208,3 +208,26 @@ func TestServeNeedsToken(t *testing.T) {
 		t.Errorf("%d %q", code, stderr)
 	}
 }
+
+func TestSandboxFlags(t *testing.T) {
+	ws := t.TempDir()
+	outside := t.TempDir()
+	code, stdout, stderr := runCLIStdin(t, "", "run", "--sandbox", "workspace-write", "--cwd", ws,
+		"echo in > in.txt && cat in.txt; echo out > "+outside+"/x 2>/dev/null || echo denied")
+	if code != 0 || stdout != "in\ndenied\n" {
+		t.Errorf("run --sandbox: %d %q %q", code, stdout, stderr)
+	}
+	code, _, stderr = runCLIStdin(t, "", "run", "--sandbox", "nope", "true")
+	if code != ExitFailed || !strings.Contains(stderr, `unknown profile "nope"`) {
+		t.Errorf("bad profile: %d %q", code, stderr)
+	}
+	callEnv(t)
+	code, stdout, _ = runCLIStdin(t, "", "call", "--sandbox", "no-network", "--cwd", ws, "bash", `{"command": "exec 3<>/dev/tcp/127.0.0.1/9 2>&1 || echo no network"}`)
+	if !strings.Contains(stdout, "no network") {
+		t.Errorf("call --sandbox no-network: %d %q", code, stdout)
+	}
+	code, stdout, _ = runCLIStdin(t, "", "sandbox", "status")
+	if code != 0 || !strings.Contains(stdout, "landlock") || !strings.Contains(stdout, "profile strict") {
+		t.Errorf("status: %d %q", code, stdout)
+	}
+}

@@ -12,10 +12,12 @@ import (
 
 	"github.com/agentexec/agentexec/internal/proctest"
 	"github.com/agentexec/agentexec/jobs"
+	"github.com/agentexec/agentexec/sandbox"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	jobs.Main()
 	proctest.RunHelpers(map[string]proctest.Helper{
 		// cli runs agentexec with the helper's arguments, as a real

@@ -77,6 +77,7 @@ in bounded memory.`,
 	root.AddCommand(newMCPCmd(stderr))
 	root.AddCommand(newServeCmd(stderr))
 	root.AddCommand(newJobsCmd(stdout, stderr))
+	root.AddCommand(newSandboxCmd(stdout))
 	return root
 }
 

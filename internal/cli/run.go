@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agentexec/agentexec/capture"
 	"github.com/agentexec/agentexec/runner"
+	"github.com/agentexec/agentexec/sandbox"
 	"github.com/spf13/cobra"
 )
 
@@ -29,6 +31,7 @@ type runOptions struct {
 	strategy      capture.Strategy
 	keepLeftovers bool
 	stdinFile     string
+	sandbox       string
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -78,6 +81,7 @@ agentexec itself failed.`,
 	f.Var(sizeFlag{&o.maxOutput}, "max-output", "output kept per stream for --json, e.g. 64KiB or 1MiB")
 	f.Var(strategyFlag{&o.strategy}, "truncate", "which part of long output --json keeps: head, tail or middle")
 	f.BoolVar(&o.keepLeftovers, "keep-leftovers", false, "leave running what the command started in the background")
+	f.StringVar(&o.sandbox, "sandbox", "off", "sandbox profile: "+strings.Join(sandbox.Profiles, ", ")+" (the workspace is --cwd, or the current directory)")
 	f.StringVar(&o.stdinFile, "stdin-file", "", "give the command this file's bytes on stdin ('-': agentexec's own stdin); default /dev/null")
 	return cmd
 }
@@ -107,6 +111,22 @@ func (o *runOptions) spec(args []string) (runner.Spec, error) {
 	spec.Env = append(spec.Env, o.env...)
 	lim := capture.Limit{Strategy: o.strategy, Max: o.maxOutput}
 	spec.Stdout, spec.Stderr, spec.Combined = lim, lim, lim
+	if o.sandbox != "off" {
+		ws := o.cwd
+		if ws == "" {
+			ws, _ = os.Getwd()
+		}
+		ws, _ = filepath.Abs(ws)
+		box, err := sandbox.Profile(o.sandbox, sandbox.ProfileOptions{Workspace: ws})
+		if err != nil {
+			return spec, &exitError{code: ExitFailed, msg: "--sandbox: " + strings.TrimPrefix(err.Error(), "sandbox: ")}
+		}
+		wrap, err := box.Wrapper(sandbox.Options{})
+		if err != nil {
+			return spec, &exitError{code: ExitFailed, msg: "--sandbox: " + err.Error()}
+		}
+		spec.Wrap = wrap
+	}
 	if o.stdinFile != "" {
 		var data []byte
 		var err error

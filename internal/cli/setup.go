@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentexec/agentexec/config"
 	"github.com/agentexec/agentexec/host"
+	"github.com/agentexec/agentexec/sandbox"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -29,6 +30,7 @@ type setupOptions struct {
 	auditLog   string
 	auditMax   int64
 	auditFail  bool
+	sandbox    string
 }
 
 func (o *setupOptions) addPolicyFlags(f *pflag.FlagSet) {
@@ -44,6 +46,7 @@ func (o *setupOptions) addToolFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.askExe, "ask-unknown", false, "shell.exec: programs in neither list need approval")
 	f.StringVar(&o.stateDir, "state-dir", "", "directory for background jobs (default: $XDG_RUNTIME_DIR/agentexec or a private directory in /tmp)")
 	f.StringVar(&o.cwd, "cwd", "", "workspace: the working directory of calls (default: the configuration's, or the current one)")
+	f.StringVar(&o.sandbox, "sandbox", "", "sandbox profile: "+strings.Join(sandbox.Profiles, ", ")+" (default from the configuration: workspace-write)")
 }
 
 func (o *setupOptions) addCallFlags(f *pflag.FlagSet) {
@@ -68,6 +71,9 @@ func (o *setupOptions) load(cmd *cobra.Command) (*config.Config, error) {
 		default:
 			return nil, &exitError{code: usageCode(cmd), msg: fmt.Sprintf("--profile %q: use open, guarded or strict", o.profile)}
 		}
+	}
+	if changed("sandbox") {
+		cfg.Sandbox.Profile = o.sandbox
 	}
 	if changed("tools") {
 		cfg.Tools.Enabled = o.tools

@@ -33,6 +33,7 @@ import (
 	"github.com/agentexec/agentexec/jobs"
 	"github.com/agentexec/agentexec/policy"
 	"github.com/agentexec/agentexec/runner"
+	"github.com/agentexec/agentexec/sandbox"
 	"github.com/agentexec/agentexec/tool"
 )
 
@@ -71,6 +72,8 @@ type Tool struct {
 	// after this long continue as a background job instead of being
 	// killed at its timeout.
 	DetachAfter time.Duration
+	// Sandbox confines commands (nil: not at all).
+	Sandbox *sandbox.Spec
 	// Checks run before anything starts (seed 001's safety checker);
 	// the registry combines them with its own policy.
 	Checks []policy.Checker
@@ -212,8 +215,13 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 	if a.t.DetachAfter > 0 {
 		return a.detachable(ctx, call, timeout)
 	}
+	wrap, label, err := a.t.Sandbox.Hook()
+	if err != nil {
+		return tool.Errorf(tool.KindExecution, "%v", err)
+	}
 	one := capture.Limit{Strategy: capture.Tail, Max: 1}
 	res, err := runner.Run(ctx, runner.Spec{
+		Wrap:        wrap,
 		Command:     a.in.Command,
 		Shell:       a.shell(),
 		Dir:         a.dir,
@@ -229,7 +237,9 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 	if err != nil {
 		return startFailure(err)
 	}
-	return render(res, res.Combined, timeout)
+	r := render(res, res.Combined, timeout)
+	r.Run.Sandbox = label
+	return r
 }
 
 // combinedLimit is the seed's 128 KiB with 4 KiB kept at each end.
@@ -276,7 +286,7 @@ func (a *action) detachable(ctx context.Context, call *tool.Call, timeout time.D
 	job, err := m.StartAttached(jobs.Spec{
 		Command: a.in.Command, Shell: a.shell(), Dir: a.dir, Env: a.t.Env,
 		Lifetime: pick(a.t.BackgroundLifetime, BackgroundTimeout), Grace: a.t.Grace,
-		Tool: Name, Conversation: call.Conversation,
+		Tool: Name, Conversation: call.Conversation, Sandbox: a.t.Sandbox,
 	}, false, func(st runner.Stream, b []byte) {
 		mu.Lock()
 		buf.Write(b)
@@ -423,6 +433,7 @@ func (a *action) background(ctx context.Context, call *tool.Call) *tool.Result {
 		Grace:        a.t.Grace,
 		Tool:         Name,
 		Conversation: call.Conversation,
+		Sandbox:      a.t.Sandbox,
 	})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {

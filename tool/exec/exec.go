@@ -31,6 +31,7 @@ import (
 	"github.com/agentexec/agentexec/capture"
 	"github.com/agentexec/agentexec/policy"
 	"github.com/agentexec/agentexec/runner"
+	"github.com/agentexec/agentexec/sandbox"
 	"github.com/agentexec/agentexec/tool"
 )
 
@@ -55,6 +56,8 @@ type Tool struct {
 	// Grace is the time between SIGTERM and SIGKILL on timeout; zero means
 	// the runner's default.
 	Grace time.Duration
+	// Sandbox confines commands (nil: not at all).
+	Sandbox *sandbox.Spec
 }
 
 // New returns the tool with its defaults.
@@ -190,7 +193,12 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 		shell = "sh"
 	}
 	lim := capture.Limit{Strategy: capture.Head, Unit: capture.Chars, Max: int64(in.MaxLength)}
+	wrap, label, err := a.t.Sandbox.Hook()
+	if err != nil {
+		return tool.Errorf(tool.KindExecution, "Failed to start process: %v", err)
+	}
 	res, err := runner.Run(ctx, runner.Spec{
+		Wrap:     wrap,
 		Command:  in.Command,
 		Shell:    shell,
 		Dir:      in.WorkingDirectory,
@@ -220,6 +228,7 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 		out.ExitCode = 128 + res.Signal // what the seed's JVM reports
 	}
 	r := &tool.Result{Text: out.Format(), Run: tool.RunInfoFrom(res, res.Stdout.Truncated || res.Stderr.Truncated)}
+	r.Run.Sandbox = label
 	if out.Cancelled {
 		r.IsError, r.Kind = true, tool.KindCancelled
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentexec/agentexec/capture"
 	"github.com/agentexec/agentexec/policy"
 	"github.com/agentexec/agentexec/runner"
+	"github.com/agentexec/agentexec/sandbox"
 	"github.com/agentexec/agentexec/tool"
 )
 
@@ -38,7 +39,8 @@ const (
 )
 
 // Limits are the seed's resource limits for one call (RFC 0008's
-// SandboxPolicy). The sandbox applies them.
+// SandboxPolicy). Every call runs under them (through package sandbox),
+// with the configured profile's restrictions on top.
 type Limits struct {
 	CPUSeconds  int64
 	MemoryBytes int64
@@ -63,6 +65,9 @@ type Tool struct {
 	// User is the USER value of the safe environment; empty means the
 	// owner of this process.
 	User string
+	// Sandbox is the configured profile; every call runs under the
+	// stricter of it and the seed's limits. Nil: the seed's limits alone.
+	Sandbox *sandbox.Spec
 }
 
 // Register is the explicit opt-in (the seed's register_exec_tool): it adds
@@ -329,7 +334,18 @@ type Result struct {
 // timeout.
 func (a *Action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 	lim := capture.Limit{Strategy: capture.Tail, Max: int64(a.in.MaxOutputBytes)}
+	spec := sandbox.Spec{Name: "Exec", CPUSeconds: a.Limits.CPUSeconds, MemoryBytes: a.Limits.MemoryBytes,
+		FileSizeBytes: a.Limits.FsizeBytes, OpenFiles: a.Limits.Nofile}
+	if a.t.Sandbox != nil && a.t.Sandbox.Enabled() {
+		spec = sandbox.Stricter(*a.t.Sandbox, spec)
+		spec.Name = a.t.Sandbox.Name + "+Exec limits"
+	}
+	wrap, label, err := spec.Hook()
+	if err != nil {
+		return errorResult(tool.KindExecution, err.Error())
+	}
 	res, err := runner.Run(ctx, runner.Spec{
+		Wrap:     wrap,
 		Argv:     a.in.Argv,
 		Dir:      a.dir,
 		Env:      a.Env(),
@@ -364,6 +380,7 @@ func (a *Action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 	}
 	b, _ := json.Marshal(out)
 	r := &tool.Result{Text: string(b), Structured: out, Run: tool.RunInfoFrom(res, out.StdoutTruncated || out.StderrTruncated)}
+	r.Run.Sandbox = label
 	if res.Cancelled() {
 		r.IsError, r.Kind = true, tool.KindCancelled
 	}

@@ -13,11 +13,15 @@ import (
 
 	"github.com/agentexec/agentexec/audit"
 	"github.com/agentexec/agentexec/internal/proctest"
+	"github.com/agentexec/agentexec/sandbox"
 	"github.com/agentexec/agentexec/tool"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	goleak.VerifyTestMain(m)
+}
 
 // granted are grants that allow Exec on the system's programs and /tmp.
 func granted() *tool.Grants {

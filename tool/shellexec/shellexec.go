@@ -26,6 +26,7 @@ import (
 	"github.com/agentexec/agentexec/jobs"
 	"github.com/agentexec/agentexec/policy"
 	"github.com/agentexec/agentexec/runner"
+	"github.com/agentexec/agentexec/sandbox"
 	"github.com/agentexec/agentexec/tool"
 )
 
@@ -64,6 +65,8 @@ type Tool struct {
 	DetachAfter time.Duration
 	// Jobs runs detached programs.
 	Jobs *jobs.Manager
+	// Sandbox confines programs (nil: not at all).
+	Sandbox *sandbox.Spec
 }
 
 // New returns the tool with its defaults.
@@ -305,7 +308,12 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 	if a.t.DetachAfter > 0 && a.t.Jobs != nil {
 		return a.detachable(ctx, call, lim)
 	}
+	wrap, label, err := a.t.Sandbox.Hook()
+	if err != nil {
+		return tool.Errorf(tool.KindExecution, "cannot run %s: %v", a.in.Executable, err)
+	}
 	res, err := runner.Run(ctx, runner.Spec{
+		Wrap:     wrap,
 		Argv:     append([]string{a.path}, a.in.Argv...),
 		Dir:      a.in.Cwd,
 		Env:      a.env,
@@ -319,7 +327,9 @@ func (a *action) Run(ctx context.Context, call *tool.Call) *tool.Result {
 	if err != nil {
 		return a.startFailure(err)
 	}
-	return a.render(res, res.Stdout, res.Stderr)
+	r := a.render(res, res.Stdout, res.Stderr)
+	r.Run.Sandbox = label
+	return r
 }
 
 func (a *action) startFailure(err error) *tool.Result {
@@ -364,7 +374,7 @@ func (a *action) detachable(ctx context.Context, call *tool.Call, lim capture.Li
 	forward := call.Outputter()
 	job, err := a.t.Jobs.StartAttached(jobs.Spec{
 		Argv: append([]string{a.path}, a.in.Argv...), Dir: a.in.Cwd, Env: a.env,
-		Lifetime: jobs.DefaultLifetime, Grace: a.t.Grace, Tool: Name, Conversation: call.Conversation,
+		Lifetime: jobs.DefaultLifetime, Grace: a.t.Grace, Tool: Name, Conversation: call.Conversation, Sandbox: a.t.Sandbox,
 	}, true, func(st runner.Stream, b []byte) {
 		mu.Lock()
 		if st == runner.Stderr {

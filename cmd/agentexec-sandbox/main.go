@@ -1,0 +1,18 @@
+// Command agentexec-sandbox is agentexec's sandbox trampoline as a small
+// program of its own: agentexec starts it (when it is installed next to the
+// agentexec binary) to confine a command and execute it, which is faster
+// than re-executing agentexec itself. It is not meant to be run by hand.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/agentexec/agentexec/sandbox"
+)
+
+func main() {
+	sandbox.Main() // confines itself and executes the command; returns only when not started by agentexec
+	fmt.Fprintln(os.Stderr, "agentexec-sandbox: this program is started by agentexec to confine commands; it is not meant to be run by hand")
+	os.Exit(2)
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/agentexec/agentexec/sandbox"
+	"github.com/spf13/cobra"
+)
+
+func newSandboxCmd(stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: "sandbox", Short: "What the sandbox can do on this system"}
+	var asJSON bool
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Print each sandbox layer as available or not, with the reason and the fix",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			layers := sandbox.Status()
+			if asJSON {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(layers)
+			}
+			for _, l := range layers {
+				mark := "available"
+				if !l.Available {
+					mark = "NOT available"
+				}
+				fmt.Fprintf(stdout, "%-28s %-14s %s\n", l.Name, mark, l.Detail)
+				if l.Fix != "" && !l.Available {
+					fmt.Fprintf(stdout, "%-28s %-14s fix: %s\n", "", "", l.Fix)
+				}
+			}
+			for _, p := range sandbox.Profiles {
+				spec, _ := sandbox.Profile(p, sandbox.ProfileOptions{Workspace: "/"})
+				state := "can run"
+				if missing := spec.Missing(); len(missing) > 0 {
+					state = "cannot run: " + missing[0]
+				}
+				fmt.Fprintf(stdout, "profile %-20s %s\n", p, state)
+			}
+			return nil
+		},
+	}
+	status.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	cmd.AddCommand(status)
+	return cmd
+}

@@ -1,0 +1,119 @@
+package sandbox
+
+import (
+	"fmt"
+	"github.com/agentexec/agentexec/runner"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Profiles are the named specs the configuration chooses from.
+var Profiles = []string{"off", "workspace-write", "read-only", "no-network", "strict"}
+
+// DefaultHidden are the secrets that stay unreadable inside readable trees
+// ("~" is the home directory of the user running agentexec).
+var DefaultHidden = []string{"~/.ssh", "~/.aws", "~/.config/gcloud", "~/.azure", "~/.gnupg", "~/.netrc", "~/.docker/config.json", "~/.kube/config", "~/.git-credentials"}
+
+// ProfileOptions complete a profile.
+type ProfileOptions struct {
+	// Workspace is the writable directory of workspace-write, no-network
+	// and strict.
+	Workspace string
+	// Hidden replaces DefaultHidden when not nil; "~/" is expanded.
+	Hidden []string
+	// ReadOnly and ReadWrite are extra paths.
+	ReadOnly, ReadWrite []string
+	// BestEffort runs with the layers the kernel has.
+	BestEffort bool
+}
+
+// Profile returns the named spec:
+//
+//   - off: nothing is confined;
+//   - workspace-write (the default): the system read-only, the workspace
+//     and a private tmp writable, secrets hidden, network on;
+//   - read-only: only the private tmp is writable;
+//   - no-network: workspace-write without network;
+//   - strict: no-network with seed 003's limits: CPU 60 s, memory 512 MB,
+//     files up to 64 MB, 256 open files (and 512 processes).
+func Profile(name string, o ProfileOptions) (Spec, error) {
+	s, err := profile(name, o)
+	s.Name = name
+	if name == "" {
+		s.Name = "off"
+	}
+	return s, err
+}
+
+func profile(name string, o ProfileOptions) (Spec, error) {
+	hidden := o.Hidden
+	if hidden == nil {
+		hidden = DefaultHidden
+	}
+	home, _ := os.UserHomeDir()
+	var expanded []string
+	for _, h := range hidden {
+		if rest, ok := strings.CutPrefix(h, "~/"); ok {
+			if home == "" {
+				continue
+			}
+			h = filepath.Join(home, rest)
+		}
+		expanded = append(expanded, h)
+	}
+	base := Spec{Filesystem: true, ReadOnly: append([]string{"/"}, o.ReadOnly...), Hidden: expanded, PrivateTmp: true, BestEffort: o.BestEffort}
+	withWorkspace := func(s Spec) Spec {
+		if o.Workspace != "" {
+			s.ReadWrite = append([]string{o.Workspace}, o.ReadWrite...)
+		}
+		return s
+	}
+	switch name {
+	case "off", "":
+		return Spec{}, nil
+	case "workspace-write":
+		return withWorkspace(base), nil
+	case "read-only":
+		base.ReadWrite = o.ReadWrite
+		return base, nil
+	case "no-network":
+		s := withWorkspace(base)
+		s.NoNetwork = true
+		return s, nil
+	case "strict":
+		s := withWorkspace(base)
+		s.NoNetwork = true
+		s.CPUSeconds, s.MemoryBytes, s.FileSizeBytes, s.OpenFiles, s.Processes = 60, 512<<20, 64<<20, 256, 512
+		return s, nil
+	}
+	return Spec{}, fmt.Errorf("sandbox: unknown profile %q; the profiles are %s", name, strings.Join(Profiles, ", "))
+}
+
+// Label names the spec for results and the audit log: the profile, and
+// the layers skipped under best effort.
+func (s *Spec) Label() string {
+	if s == nil || !s.Enabled() {
+		return "off"
+	}
+	name := s.Name
+	if name == "" {
+		name = "custom"
+	}
+	if s.BestEffort {
+		if missing := s.Missing(); len(missing) > 0 {
+			name += " (best effort; skipped: " + strings.Join(missing, "; ") + ")"
+		}
+	}
+	return name
+}
+
+// Hook returns the runner hook for s (nil when s is nil or confines
+// nothing), and the label of what it applies.
+func (s *Spec) Hook() (func(path string, argv, env []string) (*runner.Wrapped, error), string, error) {
+	if s == nil {
+		return nil, "off", nil
+	}
+	w, err := s.Wrapper(Options{})
+	return w, s.Label(), err
+}
