@@ -33,7 +33,7 @@ func TestImportDirection(t *testing.T) {
 		"sandbox": 2,
 		"jobs":    3, "tool": 3,
 		"tool/exec": 4, "tool/bash": 4, "tool/execv": 4, "tool/shellexec": 4, "tool/jobtools": 4, "config": 4,
-		"host": 5, "mcpserver": 6, "internal/cli": 7, "cmd/agentexec": 8,
+		"host": 5, "mcpserver": 6, "internal/cli": 7, "cmd/agentexec": 8, "cmd/agentexec-sandbox": 8,
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
