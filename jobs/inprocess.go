@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/agentexec/agentexec/runner"
 )
@@ -36,14 +37,8 @@ func (a *Attached) Cancel() { a.cancel() }
 // stream (stdout and stderr stay apart when separate is set; otherwise both
 // arrive as stdout in exact order). StopAll ends attached jobs too.
 func (m *Manager) StartAttached(spec Spec, separate bool, onOutput func(runner.Stream, []byte)) (*Attached, error) {
-	if spec.Lifetime <= 0 {
-		spec.Lifetime = DefaultLifetime
-	}
-	if err := m.checkLive(spec.Conversation, m.MaxLive); err != nil {
+	if err := m.prepare(&spec); err != nil {
 		return nil, err
-	}
-	if spec.MaxOutputBytes == 0 {
-		spec.MaxOutputBytes = m.MaxOutput
 	}
 	job, err := m.newJobDir()
 	if err != nil {
@@ -110,3 +105,39 @@ type attachedState struct {
 
 // WaitAttached waits until every attached job has ended.
 func (m *Manager) WaitAttached() { m.attached.Wait() }
+
+// How an attached job's foreground wait ended.
+const (
+	// Finished: the job ended by itself within the wait.
+	Finished = iota
+	// Detached: it was still running after detachAfter; it goes on.
+	Detached
+	// TimedOut: timeout came first; the job was ended.
+	TimedOut
+	// Cancelled: ctx was done first; the job was ended.
+	Cancelled
+)
+
+// Await waits for the job as a foreground call would: until it ends, until
+// detachAfter (the job goes on in the background), or until timeout or
+// ctx (the job is ended first). It returns which came first.
+func (a *Attached) Await(ctx context.Context, detachAfter, timeout time.Duration) int {
+	detach := time.NewTimer(detachAfter)
+	defer detach.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	select {
+	case <-a.done:
+		return Finished
+	case <-detach.C:
+		return Detached
+	case <-ctx.Done():
+		a.cancel()
+		<-a.done
+		return Cancelled
+	case <-deadline.C:
+		a.cancel()
+		<-a.done
+		return TimedOut
+	}
+}

@@ -132,14 +132,8 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Job, error) {
 	if strings.TrimSpace(spec.Command) == "" && len(spec.Argv) == 0 {
 		return nil, &StartError{Msg: "jobs: empty command"}
 	}
-	if spec.Lifetime <= 0 {
-		spec.Lifetime = DefaultLifetime
-	}
-	if err := m.checkLive(spec.Conversation, m.MaxLive); err != nil {
+	if err := m.prepare(&spec); err != nil {
 		return nil, err
-	}
-	if spec.MaxOutputBytes == 0 {
-		spec.MaxOutputBytes = m.MaxOutput
 	}
 	exe := m.Executable
 	if exe == "" {
@@ -279,4 +273,15 @@ func (m *Manager) watch(proc *os.Process) {
 		delete(m.live, proc)
 		m.mu.Unlock()
 	}()
+}
+
+// prepare fills a spec's defaults and applies the live-job cap.
+func (m *Manager) prepare(spec *Spec) error {
+	if spec.Lifetime <= 0 {
+		spec.Lifetime = DefaultLifetime
+	}
+	if spec.MaxOutputBytes == 0 {
+		spec.MaxOutputBytes = m.MaxOutput
+	}
+	return m.checkLive(spec.Conversation, m.MaxLive)
 }

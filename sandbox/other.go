@@ -11,29 +11,8 @@ import (
 // Main does nothing where there is no trampoline.
 func Main() {}
 
-// Options say how the host starts the trampoline.
-type Options struct{ Executable string }
-
-// State is what this system can do for the sandbox: nothing here.
-type State struct {
-	LandlockABI int
-	Seccomp     bool
-	UserNS      bool
-	PidsCgroup  string
-	CgroupV2    bool
-	Bwrap       string
-}
-
 // Probe reports that nothing is available.
 func Probe() State { return State{} }
-
-// Layer is one line of `agentexec sandbox status`.
-type Layer struct {
-	Name      string `json:"name"`
-	Available bool   `json:"available"`
-	Detail    string `json:"detail"`
-	Fix       string `json:"fix,omitempty"`
-}
 
 // Status says that this platform has no sandbox.
 func Status() []Layer {

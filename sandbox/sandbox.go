@@ -146,3 +146,29 @@ func (e *SetupError) Error() string { return "sandbox: cannot " + e.Step + ": " 
 
 // ErrUnavailable is wrapped by errors for layers the kernel lacks.
 var ErrUnavailable = errors.New("not available on this system")
+
+// Options say how the host starts the trampoline.
+type Options struct {
+	// Executable is the trampoline program; empty means agentexec-sandbox
+	// next to this program, or else this program itself. It must call
+	// Main first thing in main.
+	Executable string
+}
+
+// State is what this system can do for the sandbox.
+type State struct {
+	LandlockABI int    // 0: none
+	Seccomp     bool   // seccomp filters can be installed
+	UserNS      bool   // unprivileged user namespaces are allowed
+	PidsCgroup  string // a writable directory of a pids controller, or ""
+	CgroupV2    bool
+	Bwrap       string // path of bubblewrap, or ""
+}
+
+// Layer is one line of `agentexec sandbox status`.
+type Layer struct {
+	Name      string `json:"name"`
+	Available bool   `json:"available"`
+	Detail    string `json:"detail"`
+	Fix       string `json:"fix,omitempty"`
+}

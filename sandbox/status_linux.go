@@ -12,16 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// State is what this system can do for the sandbox.
-type State struct {
-	LandlockABI int    // 0: none
-	Seccomp     bool   // seccomp filters can be installed
-	UserNS      bool   // unprivileged user namespaces are allowed
-	PidsCgroup  string // a writable directory of a pids controller, or ""
-	CgroupV2    bool
-	Bwrap       string // path of bubblewrap, or ""
-}
-
 var probe = sync.OnceValue(func() State {
 	var st State
 	if abi, err := llsys.LandlockGetABIVersion(); err == nil {
@@ -70,14 +60,6 @@ var probe = sync.OnceValue(func() State {
 
 // Probe returns what this system can do (measured once).
 func Probe() State { return probe() }
-
-// Layer is one line of `agentexec sandbox status`.
-type Layer struct {
-	Name      string `json:"name"`
-	Available bool   `json:"available"`
-	Detail    string `json:"detail"`
-	Fix       string `json:"fix,omitempty"`
-}
 
 // Status lists each layer as available or not, with the reason and the
 // fix.

@@ -15,13 +15,6 @@ import (
 	"github.com/agentexec/agentexec/runner"
 )
 
-// Options say how the host starts the trampoline.
-type Options struct {
-	// Executable is the program re-executed as the trampoline; empty means
-	// os.Executable(). It must call Main first thing in main.
-	Executable string
-}
-
 // Wrapper returns the runner hook that starts commands under s, or nil
 // when s confines nothing. It fails when s asks for a layer this system
 // lacks (unless s.BestEffort).

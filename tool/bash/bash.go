@@ -305,21 +305,8 @@ func (a *action) detachable(ctx context.Context, call *tool.Call, timeout time.D
 		s.Head, s.Tail = append([]byte(nil), s.Head...), append([]byte(nil), s.Tail...)
 		return s
 	}
-	detach := time.NewTimer(a.t.DetachAfter)
-	defer detach.Stop()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	timedOut := false
-	select {
-	case <-job.Done():
-	case <-ctx.Done():
-		job.Cancel()
-		<-job.Done()
-	case <-deadline.C:
-		timedOut = true
-		job.Cancel()
-		<-job.Done()
-	case <-detach.C:
+	how := job.Await(ctx, a.t.DetachAfter, timeout)
+	if how == jobs.Detached {
 		return &tool.Result{
 			Text: fmt.Sprintf("[command still running after %s; it continues in the background as job %s]\n%s\n\n%s",
 				RustDuration(a.t.DetachAfter), job.ID, FormatOutput(snapshot()), DetachedText(job.ID, job.Pid, job.OutputFile)),
@@ -331,10 +318,10 @@ func (a *action) detachable(ctx context.Context, call *tool.Call, timeout time.D
 	if err != nil {
 		return startFailure(err)
 	}
-	switch {
-	case timedOut:
+	switch how {
+	case jobs.TimedOut:
 		res.Outcome = runner.TimedOut
-	case ctx.Err() != nil:
+	case jobs.Cancelled:
 		res.Outcome = runner.Cancelled
 	}
 	return render(res, snapshot(), timeout)

@@ -398,21 +398,8 @@ func (a *action) detachable(ctx context.Context, call *tool.Call, lim capture.Li
 		e.Head, e.Tail = append([]byte(nil), e.Head...), append([]byte(nil), e.Tail...)
 		return o, e
 	}
-	detach := time.NewTimer(a.t.DetachAfter)
-	defer detach.Stop()
-	deadline := time.NewTimer(a.in.Timeout)
-	defer deadline.Stop()
-	timedOut := false
-	select {
-	case <-job.Done():
-	case <-ctx.Done():
-		job.Cancel()
-		<-job.Done()
-	case <-deadline.C:
-		timedOut = true
-		job.Cancel()
-		<-job.Done()
-	case <-detach.C:
+	how := job.Await(ctx, a.t.DetachAfter, a.in.Timeout)
+	if how == jobs.Detached {
 		o, e := snapshots()
 		b, _ := json.Marshal(Output{Stdout: o.Text(), Stderr: e.Text()})
 		return &tool.Result{
@@ -426,10 +413,10 @@ func (a *action) detachable(ctx context.Context, call *tool.Call, lim capture.Li
 	if err != nil {
 		return a.startFailure(err)
 	}
-	switch {
-	case timedOut:
+	switch how {
+	case jobs.TimedOut:
 		res.Outcome = runner.TimedOut
-	case ctx.Err() != nil:
+	case jobs.Cancelled:
 		res.Outcome = runner.Cancelled
 	}
 	o, e := snapshots()
