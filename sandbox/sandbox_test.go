@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -445,4 +446,31 @@ func BenchmarkTrue(b *testing.B) {
 				"--unshare-net", "--die-with-parent", "--new-session", "/bin/true"})
 		})
 	}
+}
+
+// FuzzLaunch: what the trampoline reads from its descriptor decodes
+// without panicking, and a launch survives the round trip exactly.
+func FuzzLaunch(f *testing.F) {
+	f.Add([]byte(`{"path":"/bin/true","argv":["true"],"env":["A=b"],"spec":{"filesystem":true,"cpu_seconds":5},"rules":[{"p":"/","f":false}]}`))
+	f.Add([]byte(`{"spec":{"no_network":true,"processes":-1}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var l launch
+		if json.Unmarshal(b, &l) != nil {
+			return
+		}
+		again, err := json.Marshal(&l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l2 launch
+		if err := json.Unmarshal(again, &l2); err != nil {
+			t.Fatal(err)
+		}
+		third, _ := json.Marshal(&l2)
+		if string(third) != string(again) {
+			t.Fatalf("round trip changed the launch:\n%s\n%s", again, third)
+		}
+		l.Spec.Validate()
+		l.Spec.Enabled()
+	})
 }
