@@ -12,7 +12,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -236,9 +235,6 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 	s.h.Jobs.StopAll(ctx)
 }
-
-// errShutdown is returned by serving functions after Shutdown.
-var errShutdown = errors.New("mcpserver: shut down")
 
 // argsHash binds an approval to the exact arguments it was asked for.
 func argsHash(args json.RawMessage) string {

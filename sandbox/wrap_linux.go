@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agentexec/agentexec/runner"
 )
@@ -40,7 +41,7 @@ func (s *Spec) Wrapper(o Options) (func(path string, argv, env []string) (*runne
 	spec := *s
 	var rules []PathRule
 	if spec.Filesystem {
-		rules = planRules(&spec) // once per spec, not per run
+		rules = cachedRules(&spec) // walked once per set of paths, not per run
 	}
 	return func(path string, argv, env []string) (*runner.Wrapped, error) {
 		return wrapRules(exe, spec, rules, path, argv, env)
@@ -192,4 +193,18 @@ func trampolineExecutable() (string, error) {
 		return helper, nil
 	}
 	return self, nil
+}
+
+// ruleCache holds the planned rules of each set of paths: tools ask for a
+// wrapper on every call, and planning walks the file system.
+var ruleCache sync.Map // string -> []PathRule
+
+func cachedRules(s *Spec) []PathRule {
+	key := strings.Join(s.ReadOnly, "\x00") + "\x01" + strings.Join(s.ReadWrite, "\x00") + "\x01" + strings.Join(s.Hidden, "\x00")
+	if r, ok := ruleCache.Load(key); ok {
+		return r.([]PathRule)
+	}
+	r := planRules(s)
+	ruleCache.Store(key, r)
+	return r
 }

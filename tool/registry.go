@@ -173,8 +173,8 @@ func (r *Registry) Dispatch(ctx context.Context, call *Call, name string, input 
 	d := policy.CheckAll(req, checkers...)
 	ev.Decision, ev.Rule, ev.Reason = d.Verdict.String(), d.Rule, d.Reason
 	if d.Verdict == policy.Ask {
-		approved, why := r.ask(ctx, call, t.Name(), req, d)
-		if why == pendingText {
+		approved, why, err := r.ask(ctx, call, t.Name(), req, d)
+		if errors.Is(err, ErrApprovalPending) {
 			return &Result{Text: "approval pending: " + d.Reason, IsError: true, Kind: KindApprovalPending, Decision: &d}
 		}
 		if !approved {
@@ -205,30 +205,28 @@ func (r *Registry) Dispatch(ctx context.Context, call *Call, name string, input 
 }
 
 // ask puts an "ask" decision to the call's approver. It returns whether the
-// call may run and, if not, the refusal text.
-func (r *Registry) ask(ctx context.Context, call *Call, toolName string, req policy.Request, d policy.Decision) (bool, string) {
+// call may run and, if not, the refusal text; ErrApprovalPending when the
+// answer comes later.
+func (r *Registry) ask(ctx context.Context, call *Call, toolName string, req policy.Request, d policy.Decision) (bool, string, error) {
 	if call.Approver == nil {
 		return false, fmt.Sprintf("permission denied: this call needs a person's approval (%s), and no one can be asked here. "+
-			"To allow it without asking, add a rule that allows it to the agentexec configuration.", d.Reason)
+			"To allow it without asking, add a rule that allows it to the agentexec configuration.", d.Reason), nil
 	}
 	a, err := call.Approver.Approve(ctx, ApprovalRequest{Tool: toolName, Request: req, Decision: d})
 	switch {
 	case errors.Is(err, ErrApprovalPending):
-		return false, pendingText
+		return false, "", err
 	case err != nil:
-		return false, fmt.Sprintf("permission denied: approval could not be obtained (%v); the command did not run", err)
+		return false, fmt.Sprintf("permission denied: approval could not be obtained (%v); the command did not run", err), nil
 	case !a.Approved:
 		msg := "permission denied: the user declined this command"
 		if a.Reason != "" {
 			msg += ": " + a.Reason
 		}
-		return false, msg + ". Do not retry it unchanged; ask the user how to proceed."
+		return false, msg + ". Do not retry it unchanged; ask the user how to proceed.", nil
 	}
-	return true, ""
+	return true, "", nil
 }
-
-// pendingText marks an approval that will be answered later.
-const pendingText = "\x00pending"
 
 func refuse(t Tool, d policy.Decision) *Result {
 	if rf, ok := t.(Refuser); ok {

@@ -65,8 +65,7 @@ failed.`,
 }
 
 func (o *callOptions) run(cmd *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	warn := func(err error) { fmt.Fprintln(stderr, "agentexec: warning:", err) }
-	h, err := o.host(cmd, warn)
+	h, err := o.host(cmd, warner(stderr))
 	if err != nil {
 		return err
 	}

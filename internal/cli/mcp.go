@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentexec/agentexec/host"
 	"github.com/agentexec/agentexec/mcpserver"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -31,12 +32,11 @@ When the client disconnects, every command it started in the foreground is
 ended; background jobs end when agentexec exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := o.host(cmd, func(err error) { fmt.Fprintln(stderr, "agentexec: warning:", err) })
+			h, s, err := o.server(cmd, stderr, verbose)
 			if err != nil {
 				return err
 			}
 			defer h.Close()
-			s := mcpserver.New(h, mcpserver.Options{Version: Version, Logger: logger(stderr, verbose)})
 			ctx, _, stop := interruptible(cmd.Context())
 			defer stop()
 			err = s.ServeStdio(ctx)
@@ -90,12 +90,11 @@ jobs, flushes the audit log and exits within --grace.`,
 			if !mcpserver.IsLoopback(listen) && token == "" {
 				return &exitError{code: ExitFailed, msg: fmt.Sprintf("serve: %s is not a loopback address; give a bearer token with --token-file or $AGENTEXEC_TOKEN, or listen on 127.0.0.1", listen)}
 			}
-			h, err := o.host(cmd, func(err error) { fmt.Fprintln(stderr, "agentexec: warning:", err) })
+			h, s, err := o.server(cmd, stderr, verbose)
 			if err != nil {
 				return err
 			}
 			defer h.Close()
-			s := mcpserver.New(h, mcpserver.Options{Version: Version, Logger: logger(stderr, verbose)})
 			ctx, _, stop := interruptible(cmd.Context())
 			defer stop()
 			err = s.ListenAndServe(ctx, listen, mcpserver.HTTPOptions{Token: token}, grace, func(a net.Addr) {
@@ -120,4 +119,19 @@ func logger(w io.Writer, verbose bool) *slog.Logger {
 		return nil
 	}
 	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// server builds the host and the MCP server that mcp and serve run.
+func (o *setupOptions) server(cmd *cobra.Command, stderr io.Writer, verbose bool) (*host.Host, *mcpserver.Server, error) {
+	h, err := o.host(cmd, warner(stderr))
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, mcpserver.New(h, mcpserver.Options{Version: Version, Logger: logger(stderr, verbose)}), nil
+}
+
+// warner reports problems that do not stop agentexec (an audit log that
+// cannot be written) on stderr.
+func warner(stderr io.Writer) func(error) {
+	return func(err error) { fmt.Fprintln(stderr, "agentexec: warning:", err) }
 }
