@@ -67,6 +67,7 @@ type Tools struct {
 	Names       map[string]string `toml:"names"`
 	Grace       Duration          `toml:"grace"`
 	DetachAfter Duration          `toml:"detach_after"`
+	Cgroup      string            `toml:"cgroup"`
 	JobTools    bool              `toml:"job_tools"`
 	ShellExec   ShellExec         `toml:"shell_exec"`
 }
@@ -320,7 +321,7 @@ var known = map[string][]string{
 	"":                 {"workspace", "profile", "env", "tools", "sandbox", "grants", "audit", "jobs", "rules"},
 	"sandbox":          {"profile", "best_effort", "hidden", "read_only", "read_write"},
 	"env":              {"pass", "set"},
-	"tools":            {"enabled", "names", "grace", "detach_after", "job_tools", "shell_exec"},
+	"tools":            {"enabled", "names", "grace", "detach_after", "cgroup", "job_tools", "shell_exec"},
 	"tools.shell_exec": {"allow_executables", "deny_executables", "require_approval_for_unknown", "default_timeout"},
 	"grants":           {"tools", "fs"},
 	"audit":            {"path", "max_size", "keep", "fail_closed"},
@@ -390,6 +391,9 @@ func (c *Config) validate(text string) error {
 		if v == "" {
 			return fail("tools.names", "the name for %q is empty", k)
 		}
+	}
+	if m := c.Tools.Cgroup; m != "auto" && m != "off" && !filepath.IsAbs(m) {
+		return fail("tools.cgroup", "%q: use auto, off, or the absolute path of a cgroup v2 directory", m)
 	}
 	for _, k := range c.Env.Pass {
 		if k == "" || strings.ContainsAny(k, "= \x00") || strings.Contains(strings.TrimSuffix(k, "*"), "*") {

@@ -5,6 +5,7 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,6 +46,10 @@ type Host struct {
 	AuditFile *audit.File
 	// Sandbox is the configured profile every command runs under.
 	Sandbox *sandbox.Spec
+	// Cgroups is the pool holding each command's process tree (set as
+	// the runner's with runner.UseCgroups), or nil when tools.cgroup is
+	// off or the machine offers none.
+	Cgroups *runner.Cgroups
 }
 
 // DefaultAuditPath is where the audit log goes when the configuration
@@ -204,6 +209,14 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 	if o.AuditWarn != nil {
 		r.OnAuditError = o.AuditWarn
 	}
+	if h.Cgroups, err = OpenCgroups(cfg.Tools.Cgroup); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("host: tools.cgroup = %q cannot be used: %w", cfg.Tools.Cgroup, err)
+	}
+	if h.Cgroups != nil {
+		runner.UseCgroups(h.Cgroups)
+		h.Jobs.Cgroups = h.Cgroups.Parent()
+	}
 	return h, nil
 }
 
@@ -212,10 +225,18 @@ func (h *Host) Call(conversation string) *tool.Call {
 	return &tool.Call{Conversation: conversation, WorkDir: h.Workspace, Grants: h.Grants}
 }
 
-// Close closes the audit log.
+// Close closes the audit log and the cgroup pool (after which commands
+// run without cgroup tracking).
 func (h *Host) Close() error {
-	if h.AuditFile != nil {
-		return h.AuditFile.Close()
+	var errs []error
+	if h.Cgroups != nil {
+		if runner.ActiveCgroups() == h.Cgroups {
+			runner.UseCgroups(nil)
+		}
+		errs = append(errs, h.Cgroups.Close())
 	}
-	return nil
+	if h.AuditFile != nil {
+		errs = append(errs, h.AuditFile.Close())
+	}
+	return errors.Join(errs...)
 }

@@ -43,6 +43,11 @@ type Manager struct {
 	// call; they are re-parented when the host exits. StopAll does not
 	// reach them.
 	OneShot bool
+	// Cgroups, if set, is a cgroup v2 directory under which each
+	// supervisor opens its own runner.Cgroups pool, so that the job's
+	// whole tree is held in a cgroup and ended with it (see
+	// runner.UseCgroups). Where that fails the job runs without.
+	Cgroups string
 
 	reapers sync.WaitGroup // one per supervisor still running
 	attachedState
@@ -104,6 +109,8 @@ type plan struct {
 	// Separate keeps stdout and stderr on two pipes (for callers that
 	// need them apart); the file then gets both in arrival order.
 	Separate bool `json:"separate,omitempty"`
+	// Cgroups is Manager.Cgroups.
+	Cgroups string `json:"cgroups,omitempty"`
 }
 
 // report is what the supervisor sends back on its status descriptor: the
@@ -147,7 +154,7 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Job, error) {
 		return nil, err
 	}
 	dir, id := job.Dir, job.ID
-	pid, err := m.launch(ctx, exe, &plan{Spec: spec, ID: id, JobDir: dir})
+	pid, err := m.launch(ctx, exe, &plan{Spec: spec, ID: id, JobDir: dir, Cgroups: m.Cgroups})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -48,6 +48,12 @@ func supervise() int {
 		json.NewEncoder(status).Encode(report{Error: "jobs: the supervisor could not read the job spec: " + err.Error()})
 		return 2
 	}
+	if p.Cgroups != "" {
+		if pool, err := runner.OpenCgroups(p.Cgroups); err == nil {
+			runner.UseCgroups(pool)
+			defer pool.Close()
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 	var once sync.Once

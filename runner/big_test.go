@@ -117,6 +117,22 @@ func BenchmarkTrue(b *testing.B) {
 			}
 		}
 	})
+	// With cgroup tracking (UseCgroups), as agentexec's own commands use it
+	// where the machine allows.
+	b.Run("runner-cgroup", func(b *testing.B) {
+		pool, err := FindCgroups()
+		if err != nil {
+			b.Skip(err)
+		}
+		UseCgroups(pool)
+		defer func() { UseCgroups(nil); pool.Close() }()
+		spec := Spec{Argv: []string{"/bin/true"}, Env: []string{}}
+		for b.Loop() {
+			if _, err := Run(context.Background(), spec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkCapture compares 1 GiB of output through Run's middle capture

@@ -94,9 +94,9 @@ func (p *pipes) closeParentEnds() {
 // child is a started main process.
 type child struct{ pid int }
 
-// startProcess starts p in a new session with the pipes as its stdin,
-// stdout and stderr.
-func startProcess(p *plan, env []string, io *pipes) (*child, error) {
+// startProcess starts p in a new session (inside cg, if set) with the pipes
+// as its stdin, stdout and stderr.
+func startProcess(p *plan, env []string, io *pipes, cg *cgroup) (*child, error) {
 	prepareHost()
 	files := []uintptr{uintptr(io.childIn), uintptr(io.childOut), uintptr(io.childErr)}
 	for _, f := range p.extra {
@@ -106,7 +106,7 @@ func startProcess(p *plan, env []string, io *pipes) (*child, error) {
 		Dir:   p.dir,
 		Env:   env,
 		Files: files,
-		Sys:   &syscall.SysProcAttr{Setsid: true},
+		Sys:   sysProcAttr(cg),
 	})
 	if err != nil {
 		return nil, err

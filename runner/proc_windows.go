@@ -64,7 +64,7 @@ type child struct {
 
 // startProcess starts p. Windows has no sessions or process groups in the
 // POSIX sense, so only the main process can be ended.
-func startProcess(p *plan, env []string, io *pipes) (*child, error) {
+func startProcess(p *plan, env []string, io *pipes, _ *cgroup) (*child, error) {
 	proc, err := os.StartProcess(p.path, p.argv, &os.ProcAttr{Dir: p.dir, Env: env, Files: []*os.File{io.childIn, io.childOut, io.childErr}})
 	if err != nil {
 		return nil, err

@@ -102,7 +102,17 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		p = &plan{path: wrapped.Path, argv: wrapped.Argv, dir: p.dir, timeout: p.timeout, grace: p.grace, drain: p.drain, extra: wrapped.Files}
 		env = wrapped.Env
 	}
-	c, err := startProcess(p, env, pipes)
+	pool := active.Load()
+	var cg *cgroup
+	if pool != nil {
+		cg, _ = pool.get() // without one, the session and sweep still apply
+	}
+	c, err := startProcess(p, env, pipes, cg)
+	if err != nil && cg != nil && cgroupRefused(err) {
+		pool.discard(cg) // the kernel would not put a process there
+		cg = nil
+		c, err = startProcess(p, env, pipes, nil)
+	}
 	pipes.closeChildEnds()
 	if wrapped != nil {
 		for _, f := range wrapped.Files {
@@ -110,13 +120,22 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}
 	if err != nil {
+		if cg != nil {
+			pool.release(cg, true)
+		}
 		pipes.closeParentEnds()
 		return nil, startError(p, err)
 	}
 	if wrapped != nil && wrapped.Started != nil {
 		if serr := wrapped.Started(c.pid); serr != nil {
 			signalGroup(c.pid, syscall.SIGKILL)
+			if cg != nil {
+				cg.kill()
+			}
 			c.wait()
+			if cg != nil {
+				pool.release(cg, false)
+			}
 			pipes.closeParentEnds()
 			return nil, &StartError{Kind: ErrSandbox, Program: spec.programName(), Err: serr}
 		}
@@ -155,7 +174,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		defer t.Stop()
 		timeout = t.C
 	}
-	t := newTree(c.pid, marker)
+	t := newTree(c.pid, marker, cg)
 	res := &Result{Pid: c.pid, Start: start}
 	var st *exitStatus
 	select {
@@ -187,6 +206,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		t.end(p.grace, nil, st)
 	}
 	res.LeftoversKilled = t.killed()
+	if cg != nil {
+		pool.release(cg, t.empty)
+	}
 
 	if pipes.stdin != nil {
 		pipes.stdin.Close() // unblocks a writer whose reader outlived the command

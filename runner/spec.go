@@ -8,7 +8,10 @@
 // by default everything else the command started is then ended, including
 // processes that left the session with setsid (found because the host makes
 // itself a child subreaper on Linux). Timeout and cancellation send SIGTERM
-// to the whole tree, wait a grace period and then send SIGKILL.
+// to the whole tree, wait a grace period and then send SIGKILL. Where a
+// cgroup v2 directory is writable, UseCgroups makes every run hold its tree
+// in a cgroup of its own, which also catches a process that both left the
+// session and cleared its environment, and ends it with cgroup.kill.
 //
 // Run is safe to call from many goroutines at once.
 package runner

@@ -53,7 +53,7 @@ func (t *tree) scan() []int {
 	// Everything the command started has a pid allocated after the
 	// leader's. When few pids were allocated since, probe them directly
 	// instead of listing /proc.
-	last := readInt("/proc/sys/kernel/ns_last_pid")
+	last := lastPid()
 	var pids []int
 	if last >= t.leader && last-t.leader <= directProbe {
 		for pid := t.leader + 1; pid <= last; pid++ {
@@ -61,7 +61,7 @@ func (t *tree) scan() []int {
 		}
 	} else {
 		pids = listPids()
-		last = readInt("/proc/sys/kernel/ns_last_pid")
+		last = lastPid()
 	}
 	var infos []procInfo
 	for _, pid := range pids {
@@ -196,9 +196,29 @@ func readFile(path string, buf []byte) []byte {
 	return buf[:n]
 }
 
-func readInt(path string) int {
+// lastPidFD is /proc/sys/kernel/ns_last_pid, opened once: opening a
+// sysctl file costs more than reading it.
+var lastPidFD = sync.OnceValue(func() int {
+	fd, err := unix.Open("/proc/sys/kernel/ns_last_pid", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+})
+
+// lastPid returns the last pid allocated in this pid namespace, or -1 if
+// it cannot be read.
+func lastPid() int {
+	fd := lastPidFD()
+	if fd < 0 {
+		return -1
+	}
 	var buf [32]byte
-	v, err := strconv.Atoi(string(bytes.TrimSpace(readFile(path, buf[:]))))
+	n, err := unix.Pread(fd, buf[:], 0)
+	if err != nil || n <= 0 {
+		return -1
+	}
+	v, err := strconv.Atoi(string(bytes.TrimSpace(buf[:n])))
 	if err != nil {
 		return -1
 	}

@@ -16,13 +16,25 @@ const giveUpAfter = 5 * time.Second
 type tree struct {
 	leader      int
 	marker      string
+	cg          *cgroup      // the run's cgroup, or nil
+	empty       bool         // end saw nothing left, cgroup included
 	seen        map[int]bool // non-leader processes found alive
 	termed      map[int]bool // processes already sent SIGTERM
 	groupTermed bool
 }
 
-func newTree(leader int, marker string) *tree {
-	return &tree{leader: leader, marker: marker}
+func newTree(leader int, marker string, cg *cgroup) *tree {
+	return &tree{leader: leader, marker: marker, cg: cg}
+}
+
+// live returns the tree's live processes other than the leader: those the
+// platform's sweep finds plus everything in the run's cgroup.
+func (t *tree) live() []int {
+	live := t.scan()
+	if t.cg != nil {
+		live = t.cg.add(live, t.leader)
+	}
+	return live
 }
 
 func (t *tree) note(live []int) {
@@ -56,9 +68,10 @@ func (t *tree) end(grace time.Duration, waitCh <-chan *exitStatus, st *exitStatu
 			default:
 			}
 		}
-		live := t.scan()
+		live := t.live()
 		t.note(live)
 		if st != nil && len(live) == 0 && !groupExists(t.leader) {
+			t.empty = true
 			return st
 		}
 		now := time.Now()
@@ -83,6 +96,9 @@ func (t *tree) end(grace time.Duration, waitCh <-chan *exitStatus, st *exitStatu
 				}
 			}
 		} else {
+			if t.cg != nil {
+				t.cg.kill()
+			}
 			signalGroup(t.leader, syscall.SIGKILL)
 			for _, pid := range live {
 				signalProcess(pid, syscall.SIGKILL)
@@ -106,7 +122,7 @@ func (t *tree) end(grace time.Duration, waitCh <-chan *exitStatus, st *exitStatu
 // the (already exited) leader are still alive. They are remembered so that
 // the host reaps them once they exit.
 func (t *tree) keep() int {
-	live := t.scan()
+	live := t.live()
 	keptMu.Lock()
 	for _, pid := range live {
 		kept[pid] = true

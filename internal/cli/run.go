@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentexec/agentexec/capture"
+	"github.com/agentexec/agentexec/host"
 	"github.com/agentexec/agentexec/runner"
 	"github.com/agentexec/agentexec/sandbox"
 	"github.com/spf13/cobra"
@@ -32,10 +33,11 @@ type runOptions struct {
 	keepLeftovers bool
 	stdinFile     string
 	sandbox       string
+	cgroup        string
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
-	o := &runOptions{grace: runner.DefaultGrace, maxOutput: capture.DefaultMax, strategy: capture.Middle}
+	o := &runOptions{grace: runner.DefaultGrace, maxOutput: capture.DefaultMax, strategy: capture.Middle, cgroup: "auto"}
 	cmd := &cobra.Command{
 		Use:   "run [flags] COMMAND | run [flags] --argv -- PROGRAM [ARGS...]",
 		Short: "Run one command and stream its output",
@@ -82,6 +84,7 @@ agentexec itself failed.`,
 	f.Var(strategyFlag{&o.strategy}, "truncate", "which part of long output --json keeps: head, tail or middle")
 	f.BoolVar(&o.keepLeftovers, "keep-leftovers", false, "leave running what the command started in the background")
 	f.StringVar(&o.sandbox, "sandbox", "off", "sandbox profile: "+strings.Join(sandbox.Profiles, ", ")+" (the workspace is --cwd, or the current directory)")
+	f.StringVar(&o.cgroup, "cgroup", "auto", "hold the command's process tree in a cgroup v2: auto (where this process may create one), off, or a cgroup v2 directory")
 	f.StringVar(&o.stdinFile, "stdin-file", "", "give the command this file's bytes on stdin ('-': agentexec's own stdin); default /dev/null")
 	return cmd
 }
@@ -150,6 +153,20 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	spec, err := o.spec(args)
 	if err != nil {
 		return err
+	}
+	if o.cgroup != "auto" && o.cgroup != "off" && !filepath.IsAbs(o.cgroup) {
+		return &exitError{code: ExitFailed, msg: fmt.Sprintf("--cgroup: %q: use auto, off, or the absolute path of a cgroup v2 directory", o.cgroup)}
+	}
+	pool, err := host.OpenCgroups(o.cgroup)
+	if err != nil {
+		return &exitError{code: ExitFailed, msg: "--cgroup: " + strings.TrimPrefix(err.Error(), "host: ")}
+	}
+	if pool != nil {
+		runner.UseCgroups(pool)
+		defer func() {
+			runner.UseCgroups(nil)
+			pool.Close()
+		}()
 	}
 	// An interrupt or termination of agentexec cancels the command, which
 	// ends its whole tree.

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/agentexec/agentexec/runner"
 	"github.com/agentexec/agentexec/sandbox"
 	"github.com/spf13/cobra"
 )
@@ -17,7 +19,7 @@ func newSandboxCmd(stdout io.Writer) *cobra.Command {
 		Short: "Print each sandbox layer as available or not, with the reason and the fix",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			layers := sandbox.Status()
+			layers := append(sandbox.Status(), treeCgroupLayer())
 			if asJSON {
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
@@ -47,4 +49,20 @@ func newSandboxCmd(stdout io.Writer) *cobra.Command {
 	status.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	cmd.AddCommand(status)
 	return cmd
+}
+
+// treeCgroupLayer says whether commands' process trees can be held in a
+// cgroup (tools.cgroup = "auto" and run --cgroup auto use it then).
+func treeCgroupLayer() sandbox.Layer {
+	l := sandbox.Layer{Name: "process-tree cgroup"}
+	pool, err := runner.FindCgroups()
+	if err != nil {
+		l.Detail = strings.TrimPrefix(err.Error(), runner.ErrNoCgroups.Error()+": ")
+		l.Fix = "run agentexec as root, or in a delegated cgroup (systemd-run --user --scope -p Delegate=yes); sessions and the subreaper sweep still end the tree"
+		return l
+	}
+	defer pool.Close()
+	l.Available = true
+	l.Detail = "each command's tree in its own cgroup under " + pool.Parent() + ", ended with cgroup.kill"
+	return l
 }

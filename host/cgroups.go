@@ -1,0 +1,26 @@
+package host
+
+import (
+	"errors"
+
+	"github.com/agentexec/agentexec/runner"
+)
+
+// OpenCgroups opens the cgroup pool the tools.cgroup setting asks for:
+// "off" gives nil; "auto" (or "") gives a pool under this process's own
+// cgroup v2 directory, or nil where there is none it may write to; a path
+// gives a pool under that directory, or an error saying why it cannot be
+// used.
+func OpenCgroups(mode string) (*runner.Cgroups, error) {
+	switch mode {
+	case "off":
+		return nil, nil
+	case "", "auto":
+		pool, err := runner.FindCgroups()
+		if errors.Is(err, runner.ErrNoCgroups) {
+			return nil, nil
+		}
+		return pool, err
+	}
+	return runner.OpenCgroups(mode)
+}
