@@ -84,6 +84,8 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--max-output", "12x", "x"}, `"--max-output" flag: want a positive size such as 65536, 64KiB`},
 		{[]string{"run", "--env", "NOVALUE", "x"}, `"--env" flag: want KEY=value`},
 		{[]string{"run", "--truncate", "sideways", "x"}, `"--truncate" flag: want head, tail or middle`},
+		{[]string{"run", "--cgroup", "sometimes", "x"}, `--cgroup: "sometimes": use auto, off, or the absolute path of a cgroup v2 directory`},
+		{[]string{"run", "--cgroup", "/tmp", "x"}, `--cgroup: cgroup v2 tracking is not available: /tmp is not in a cgroup v2 hierarchy`},
 		{[]string{"run"}, "give a command"},
 		{[]string{"run", "a", "b"}, "give the command as one quoted argument, or use --argv"},
 		{[]string{"run", "--bogus", "x"}, "unknown flag: --bogus"},

@@ -110,6 +110,27 @@ func NoSurvivors(t testing.TB, token string) {
 	t.Errorf("processes survived: %s", describe(left))
 }
 
+// ExpectSurvivors waits up to two seconds for want live processes
+// carrying token (processes the test expects to have outlived their
+// command), fails the test if it finds another number, and then kills them
+// all so that they do not leak into later tests.
+func ExpectSurvivors(t testing.TB, token string, want int) {
+	t.Helper()
+	var left []int
+	for deadline := time.Now().Add(2 * time.Second); len(left) < want && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		left = Survivors(token)
+	}
+	if len(left) != want {
+		t.Errorf("%d processes outlived their command (%s); want %d", len(left), describe(left), want)
+	}
+	for _, pid := range left {
+		if p, err := os.FindProcess(pid); err == nil {
+			p.Kill()
+		}
+	}
+	NoSurvivors(t, token)
+}
+
 func describe(pids []int) string {
 	var parts []string
 	for _, pid := range pids {
