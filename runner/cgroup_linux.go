@@ -204,6 +204,17 @@ func removeStalePools(parent string) {
 	}
 }
 
+// trackCgroup returns dir, a cgroup made by someone else (v1 or v2), for a
+// run to list and kill its processes; nil if it cannot be read. Its
+// cgroup.procs is opened anew for each read: a v1 hierarchy serves a held
+// descriptor a cached list that may never be refreshed.
+func trackCgroup(dir string) *cgroup {
+	if unix.Access(filepath.Join(dir, "cgroup.procs"), unix.R_OK) != nil {
+		return nil
+	}
+	return &cgroup{dir: dir, fd: -1, procs: -1}
+}
+
 // get returns an idle cgroup of the pool, creating one if none is idle.
 func (c *Cgroups) get() (*cgroup, error) {
 	c.mu.Lock()
@@ -314,8 +325,10 @@ func (cg *cgroup) remove() {
 }
 
 func (cg *cgroup) closeFDs() {
-	unix.Close(cg.procs)
-	unix.Close(cg.fd)
+	if cg.fd >= 0 {
+		unix.Close(cg.procs)
+		unix.Close(cg.fd)
+	}
 }
 
 // populated reports whether any live process is in cg.
@@ -359,6 +372,9 @@ func (cg *cgroup) add(live []int, leader int) []int {
 
 // readProcs reads cgroup.procs from its start into buf.
 func (cg *cgroup) readProcs(buf []byte) []byte {
+	if cg.procs < 0 {
+		return readFile(cg.dir+"/cgroup.procs", buf)
+	}
 	n := 0
 	for n < len(buf) {
 		m, err := unix.Pread(cg.procs, buf[n:], int64(n))

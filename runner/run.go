@@ -175,6 +175,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		timeout = t.C
 	}
 	t := newTree(c.pid, marker, cg)
+	if wrapped != nil && wrapped.Cgroup != "" {
+		t.moved = trackCgroup(wrapped.Cgroup)
+	}
 	res := &Result{Pid: c.pid, Start: start}
 	var st *exitStatus
 	select {

@@ -231,4 +231,9 @@ type Wrapped struct {
 	// Done, if set, is called when the run is over (also after a failed
 	// start), to clean up.
 	Done func()
+	// Cgroup, if set, is a cgroup directory (v1 or v2) that the started
+	// process moves itself into before it runs the program (leaving the
+	// run's own cgroup). Run then finds and ends the processes in it with
+	// the rest of the tree.
+	Cgroup string
 }

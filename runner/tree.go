@@ -17,6 +17,7 @@ type tree struct {
 	leader      int
 	marker      string
 	cg          *cgroup      // the run's cgroup, or nil
+	moved       *cgroup      // the cgroup a wrapper moved the process into, or nil
 	empty       bool         // end saw nothing left, cgroup included
 	seen        map[int]bool // non-leader processes found alive
 	termed      map[int]bool // processes already sent SIGTERM
@@ -33,6 +34,9 @@ func (t *tree) live() []int {
 	live := t.scan()
 	if t.cg != nil {
 		live = t.cg.add(live, t.leader)
+	}
+	if t.moved != nil {
+		live = t.moved.add(live, t.leader)
 	}
 	return live
 }
@@ -98,6 +102,9 @@ func (t *tree) end(grace time.Duration, waitCh <-chan *exitStatus, st *exitStatu
 		} else {
 			if t.cg != nil {
 				t.cg.kill()
+			}
+			if t.moved != nil {
+				t.moved.kill() // v2; on v1 the pids above get SIGKILL one by one
 			}
 			signalGroup(t.leader, syscall.SIGKILL)
 			for _, pid := range live {

@@ -277,6 +277,22 @@ func TestProcesses(t *testing.T) {
 	proctest.NoSurvivors(t, token)
 }
 
+// The trampoline leaves the run's cgroup for the pids cgroup; the runner
+// tracks that one instead, so an escapee there is still ended.
+func TestProcessesCgroupEndsEscapees(t *testing.T) {
+	if Probe().PidsCgroup == "" {
+		t.Skip("no writable pids cgroup")
+	}
+	token := proctest.Token(t)
+	ws, s := workspace(t)
+	s.Processes = 20
+	r := run(t, s, ws, "setsid env -i PATH="+runner.DefaultPath+" "+token+" sleep 600 & sleep 0.3; echo started")
+	if o := out(r); o != "started\n" || r.LeftoversKilled != 1 {
+		t.Errorf("output %q, leftovers killed %d", o, r.LeftoversKilled)
+	}
+	proctest.NoSurvivors(t, token)
+}
+
 func TestIsolation(t *testing.T) {
 	t.Setenv("AGENTEXEC_HOST_SECRET", "hunter2")
 	ws, s := workspace(t)

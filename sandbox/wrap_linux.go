@@ -123,9 +123,14 @@ func wrapRules(exe string, s Spec, rules []PathRule, path string, argv, env []st
 			specW.Close()
 		}()
 	}
+	var moved string
+	if l.CgroupProcs != "" {
+		moved = filepath.Dir(l.CgroupProcs)
+	}
 	return &runner.Wrapped{
-		Path: exe,
-		Argv: []string{exe, trampolineArg},
+		Cgroup: moved, // the trampoline leaves the run's cgroup for it
+		Path:   exe,
+		Argv:   []string{exe, trampolineArg},
 		// One P: the trampoline does one thing, and fewer threads make
 		// the all-thread system calls of Landlock and seccomp cheaper.
 		Env:   []string{"GOMAXPROCS=1"},
