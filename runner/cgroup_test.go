@@ -184,6 +184,34 @@ func TestCgroupConcurrentRuns(t *testing.T) {
 	}
 }
 
+func TestCgroupManyConcurrentRuns(t *testing.T) {
+	run(t, Spec{Command: "true"})
+	before := proctest.OpenFDs(t)
+	pool, err := FindCgroups()
+	if err != nil {
+		t.Skipf("no cgroup tracking here: %v", err)
+	}
+	UseCgroups(pool)
+	manyRuns(t, 200)
+	UseCgroups(nil)
+	pool.mu.Lock()
+	created, kept := pool.created, len(pool.kept)
+	pool.mu.Unlock()
+	t.Logf("200 runs, 16 at a time, used %d cgroups", created)
+	if created > 16 || kept != 0 {
+		t.Errorf("%d cgroups created for 16 runs at a time, %d waiting for kept processes", created, kept)
+	}
+	if err := pool.Close(); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(pool.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s is still there", pool.Dir())
+	}
+	if after := proctest.OpenFDs(t); after != before {
+		t.Errorf("open file descriptors: %d before the pool, %d after it closed", before, after)
+	}
+}
+
 func TestOpenCgroupsRefuses(t *testing.T) {
 	for _, dir := range []string{t.TempDir(), "/nonexistent/cgroup"} {
 		if _, err := OpenCgroups(dir); !errors.Is(err, ErrNoCgroups) {
