@@ -98,6 +98,19 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, o.MaxBodyBytes)
+		switch r.Method {
+		case http.MethodPost:
+			// The SDK keeps a call running when the request that carried
+			// it goes (a client may resume a stream), but this server
+			// keeps no events to resume from: a call whose request is gone
+			// can never deliver its result, so it is ended.
+			id, done := s.trackRequest(r.Context())
+			defer done()
+			r.Header.Set(requestHeader, id)
+		case http.MethodDelete:
+			// The SDK closes a deleted session only after its calls end.
+			s.endSession(r.Header.Get("Mcp-Session-Id"))
+		}
 		mcpHandler.ServeHTTP(w, r)
 	})
 	mux := http.NewServeMux()

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -61,6 +62,13 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
+
+	// requests are the HTTP requests (POSTs) in progress, by the id the
+	// HTTP handler put in their requestHeader: a call ends when the
+	// request that carried it is gone.
+	reqMu    sync.Mutex
+	requests map[string]context.Context
+	reqSeq   uint64
 }
 
 // session is what the server keeps per MCP session.
@@ -171,11 +179,22 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		s.calls.Add(1)
 		defer s.calls.Done()
 		// The call ends when the client cancels it, the session goes away,
-		// or the server shuts down.
+		// the HTTP request that carried it is gone, or the server shuts
+		// down.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stop := context.AfterFunc(se.ctx, cancel)
 		defer stop()
+		if req.Extra != nil && req.Extra.Header != nil {
+			if id := req.Extra.Header.Get(requestHeader); id != "" {
+				rctx := s.request(id)
+				if rctx == nil {
+					return textResult("the client's request is gone; the command did not run", true), nil
+				}
+				stopReq := context.AfterFunc(rctx, cancel)
+				defer stopReq()
+			}
+		}
 
 		call := s.h.Call(se.id)
 		args := req.Params.Arguments
@@ -206,6 +225,51 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 	}
 }
 
+// requestHeader carries, from the HTTP handler to the tool handler, the id
+// under which the HTTP request's context is kept. The HTTP handler sets it
+// on every POST, replacing any value the client sent.
+const requestHeader = "X-Agentexec-Request"
+
+// trackRequest keeps ctx, an HTTP request's context, until the returned
+// function is called, under the returned id.
+func (s *Server) trackRequest(ctx context.Context) (string, func()) {
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
+	if s.requests == nil {
+		s.requests = map[string]context.Context{}
+	}
+	s.reqSeq++
+	id := strconv.FormatUint(s.reqSeq, 10)
+	s.requests[id] = ctx
+	return id, func() {
+		s.reqMu.Lock()
+		delete(s.requests, id)
+		s.reqMu.Unlock()
+	}
+}
+
+// request returns the context of HTTP request id, or nil once it is over.
+func (s *Server) request(id string) context.Context {
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
+	return s.requests[id]
+}
+
+// endSession cancels the calls of the session the SDK knows as id (the
+// client deleted it). The SDK itself would wait for them to finish first.
+func (s *Server) endSession(id string) {
+	if id == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ss, se := range s.sessions {
+		if ss.ID() == id {
+			se.cancel()
+		}
+	}
+}
+
 // toMCP turns a tool result into an MCP result: the model's text, and the
 // structured value where the contract has one.
 func toMCP(res *tool.Result) *mcp.CallToolResult {
@@ -232,6 +296,11 @@ func (s *Server) Shutdown(ctx context.Context) {
 	select {
 	case <-done:
 	case <-ctx.Done():
+	}
+	// Sessions whose client never closed them (an HTTP client that went
+	// away without DELETE) end here.
+	for ss := range s.srv.Sessions() {
+		ss.Close()
 	}
 	s.h.Jobs.StopAll(ctx)
 }

@@ -140,6 +140,69 @@ func TestHTTP(t *testing.T) {
 	}
 }
 
+// TestHTTPClientGone: a long call ends with its whole tree when the client
+// deletes its session, and when the client's connections drop without a
+// word.
+func TestHTTPClientGone(t *testing.T) {
+	for _, how := range []string{"session deleted", "connection dropped"} {
+		t.Run(how, func(t *testing.T) {
+			token := proctest.Token(t)
+			url := httpServer(t, token, HTTPOptions{Token: "t"})
+			var mu sync.Mutex
+			var conns []net.Conn
+			tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if err == nil {
+					mu.Lock()
+					conns = append(conns, c)
+					mu.Unlock()
+				}
+				return c, err
+			}}
+			defer tr.CloseIdleConnections()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
+				&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: "t", next: tr}}, DisableStandaloneSSE: true}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			called := make(chan struct{})
+			go func() {
+				defer close(called)
+				cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "sleep 600 & sleep 600", "mode": "slow"}})
+			}()
+			for deadline := time.Now().Add(5 * time.Second); len(proctest.Survivors(token)) < 3 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := len(proctest.Survivors(token)); n != 3 {
+				t.Fatalf("%d processes running, want bash and its 2 sleeps", n)
+			}
+			start := time.Now()
+			if how == "session deleted" {
+				req, _ := http.NewRequest(http.MethodDelete, url+"/", nil)
+				req.Header.Set("Authorization", "Bearer t")
+				req.Header.Set("Mcp-Session-Id", cs.ID())
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode/100 != 2 {
+					t.Errorf("DELETE: %s", resp.Status)
+				}
+			}
+			mu.Lock()
+			for _, c := range conns {
+				c.Close()
+			}
+			mu.Unlock()
+			proctest.NoSurvivors(t, token)
+			t.Logf("tree ended %v after the client went", time.Since(start))
+			<-called
+			cs.Close()
+		})
+	}
+}
+
 func TestHTTPNeedsTokenBeyondLoopback(t *testing.T) {
 	h, _ := newHost(t, proctest.Token(t))
 	s := New(h, Options{})
