@@ -75,14 +75,17 @@ func networkFilter() []unix.SockFilter {
 	}
 }
 
-// installSeccomp installs networkFilter on every thread.
+// installSeccomp installs networkFilter on the calling thread (the one
+// that executes the program; see landlockApply).
 func installSeccomp() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return err
 	}
 	filter := networkFilter()
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	// This thread only: it is the one that executes the program, which
+	// inherits the filter (see landlockApply).
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog)))
 	if errno != 0 {
 		return errno
 	}

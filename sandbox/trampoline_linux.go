@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
@@ -94,6 +93,12 @@ func trampoline() *SetupError {
 			return fail(StepCgroup, err)
 		}
 	}
+	// Everything below applies to this locked thread, the one that
+	// executes the program, which inherits it: no_new_privs first, as
+	// Landlock and seccomp need it.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fail(StepNoNewPrv, err)
+	}
 	if err := landlockApply(s, l.Rules); err != nil {
 		return fail(StepLandlock, err)
 	}
@@ -102,12 +107,6 @@ func trampoline() *SetupError {
 			return fail(StepSeccomp, err)
 		}
 	}
-	// Landlock and seccomp have set no_new_privs on every thread already;
-	// the thread that executes the program is this locked one, so setting
-	// it here is enough when neither ran.
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fail(StepNoNewPrv, err)
-	}
 	if err := setRlimits(s, l.Nproc); err != nil {
 		return fail(StepRlimits, err)
 	}
@@ -115,8 +114,64 @@ func trampoline() *SetupError {
 	return fail(StepExec, fmt.Errorf("%s: %w", l.Path, err))
 }
 
+// Landlock access rights, from the kernel's uapi (landlock.h).
+const (
+	llExecute = 1 << iota
+	llWriteFile
+	llReadFile
+	llReadDir
+	llRemoveDir
+	llRemoveFile
+	llMakeChar
+	llMakeDir
+	llMakeReg
+	llMakeSock
+	llMakeFifo
+	llMakeBlock
+	llMakeSym
+	llRefer     // ABI 2
+	llTruncate  // ABI 3
+	llIoctlDev  // ABI 5
+	llFSAllV6   = 1<<16 - 1
+	llNetTCP    = 1<<2 - 1 // bind and connect, ABI 4
+	llScopedAll = 1<<2 - 1 // abstract unix sockets and signals, ABI 6
+
+	llRead      = llExecute | llReadFile | llReadDir
+	llWrite     = llWriteFile | llRemoveDir | llRemoveFile | llMakeChar | llMakeDir | llMakeReg | llMakeSock | llMakeFifo | llMakeBlock | llMakeSym | llTruncate
+	llFileOnly  = llExecute | llWriteFile | llReadFile | llTruncate | llIoctlDev
+	llROFile    = llRead & llFileOnly
+	llRWFile    = (llRead|llWrite)&llFileOnly | llIoctlDev
+	llRODir     = llRead
+	llRWDir     = llRead | llWrite | llRefer
+	llNeededABI = 6
+)
+
+// llSupported returns the filesystem and network rights and the scopes
+// Landlock ABI abi can restrict (up to what agentexec uses, ABI 6's).
+func llSupported(abi int) (fs, net, scoped uint64) {
+	switch {
+	case abi >= 6:
+		return llFSAllV6, llNetTCP, llScopedAll
+	case abi == 5:
+		return llFSAllV6, llNetTCP, 0
+	case abi == 4:
+		return 1<<15 - 1, llNetTCP, 0
+	case abi == 3:
+		return 1<<15 - 1, 0, 0
+	case abi == 2:
+		return 1<<14 - 1, 0, 0
+	case abi == 1:
+		return 1<<13 - 1, 0, 0
+	}
+	return 0, 0, 0
+}
+
 // landlockApply restricts the filesystem, the network and IPC scopes in
-// one ruleset.
+// one ruleset. It restricts only the calling thread (which must have
+// no_new_privs), the one that executes the program: the program inherits that
+// thread's domain, and nothing else runs in the trampoline. This avoids
+// the all-thread system calls a library must make for a process that goes
+// on running Go code.
 func landlockApply(s *Spec, paths []PathRule) error {
 	if !s.Filesystem && !s.NoNetwork {
 		return nil
@@ -125,36 +180,66 @@ func landlockApply(s *Spec, paths []PathRule) error {
 	if s.NoNetwork && !s.BestEffort && abi < 4 {
 		return fmt.Errorf("Landlock ABI %d cannot restrict the network (4 is needed): %w", abi, ErrUnavailable)
 	}
-	args := []any{landlock.V6.Scoped}
+	if !s.BestEffort && abi < llNeededABI {
+		return fmt.Errorf("Landlock ABI %d is older than %d, which this profile needs (set best_effort to run with what the kernel has): %w", abi, llNeededABI, ErrUnavailable)
+	}
+	supFS, supNet, supScoped := llSupported(abi)
+	var attr llsys.RulesetAttr
+	attr.Scoped = llScopedAll & supScoped
 	if s.Filesystem {
-		args = append(args, landlock.V6.HandledAccessFS)
+		attr.HandledAccessFS = llFSAllV6 & supFS
 	}
 	if s.NoNetwork {
-		args = append(args, landlock.V6.HandledAccessNet)
+		attr.HandledAccessNet = llNetTCP & supNet
 	}
-	cfg, err := landlock.NewConfig(args...)
+	if attr.HandledAccessFS == 0 && attr.HandledAccessNet == 0 && attr.Scoped == 0 {
+		return nil // best effort on a kernel without Landlock: nothing to do
+	}
+	fd, err := llsys.LandlockCreateRuleset(&attr, 0)
 	if err != nil {
-		return err
+		return fmt.Errorf("landlock_create_ruleset: %w", err)
 	}
-	if s.BestEffort {
-		*cfg = cfg.BestEffort()
-	}
-	var rules []landlock.Rule
-	if s.Filesystem {
+	defer unix.Close(fd)
+	if attr.HandledAccessFS != 0 {
 		for _, r := range paths {
+			access := uint64(llRODir)
 			switch {
 			case r.Write && r.File:
-				rules = append(rules, landlock.RWFiles(r.Path).IgnoreIfMissing().WithIoctlDev())
+				access = llRWFile
 			case r.Write:
-				rules = append(rules, landlock.RWDirs(r.Path).IgnoreIfMissing().WithRefer())
+				access = llRWDir
 			case r.File:
-				rules = append(rules, landlock.ROFiles(r.Path).IgnoreIfMissing())
-			default:
-				rules = append(rules, landlock.RODirs(r.Path).IgnoreIfMissing())
+				access = llROFile
+			}
+			if err := addPathRule(fd, r.Path, access&attr.HandledAccessFS); err != nil {
+				return err
 			}
 		}
 	}
-	return cfg.Restrict(rules...)
+	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return nil
+}
+
+// addPathRule allows access beneath path; a path that does not exist is
+// skipped.
+func addPathRule(ruleset int, path string, access uint64) error {
+	if access == 0 {
+		return nil
+	}
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err == unix.ENOENT {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s for a Landlock rule: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if err := llsys.LandlockAddPathBeneathRule(ruleset, &llsys.PathBeneathAttr{ParentFd: fd, AllowedAccess: access}, 0); err != nil {
+		return fmt.Errorf("landlock_add_rule %s: %w", path, err)
+	}
+	return nil
 }
 
 // devices are the device files every command may use.
