@@ -23,7 +23,6 @@ func TestImportDirection(t *testing.T) {
 		"github.com/spf13/":                {"internal/cli"},
 		"mvdan.cc/sh/":                     {"safety"},
 		"github.com/BurntSushi/":           {"config"},
-		"github.com/landlock-lsm/":         {"sandbox"},
 		"github.com/modelcontextprotocol/": {"mcpserver"},
 	}
 	// layer: a package may import only packages of a lower layer.

@@ -8,15 +8,12 @@ import (
 	"strings"
 	"sync"
 
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
 var probe = sync.OnceValue(func() State {
 	var st State
-	if abi, err := llsys.LandlockGetABIVersion(); err == nil {
-		st.LandlockABI = abi
-	}
+	st.LandlockABI = llABI()
 	// A filter can be installed where seccomp is compiled in: the
 	// status file says so.
 	if b, err := os.ReadFile("/proc/self/status"); err == nil && strings.Contains(string(b), "Seccomp:") {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -176,7 +175,7 @@ func landlockApply(s *Spec, paths []PathRule) error {
 	if !s.Filesystem && !s.NoNetwork {
 		return nil
 	}
-	abi, _ := llsys.LandlockGetABIVersion()
+	abi := llABI()
 	if s.NoNetwork && !s.BestEffort && abi < 4 {
 		return fmt.Errorf("Landlock ABI %d cannot restrict the network (4 is needed): %w", abi, ErrUnavailable)
 	}
@@ -184,23 +183,23 @@ func landlockApply(s *Spec, paths []PathRule) error {
 		return fmt.Errorf("Landlock ABI %d is older than %d, which this profile needs (set best_effort to run with what the kernel has): %w", abi, llNeededABI, ErrUnavailable)
 	}
 	supFS, supNet, supScoped := llSupported(abi)
-	var attr llsys.RulesetAttr
-	attr.Scoped = llScopedAll & supScoped
+	var attr llRuleset
+	attr.scoped = llScopedAll & supScoped
 	if s.Filesystem {
-		attr.HandledAccessFS = llFSAllV6 & supFS
+		attr.handledFS = llFSAllV6 & supFS
 	}
 	if s.NoNetwork {
-		attr.HandledAccessNet = llNetTCP & supNet
+		attr.handledNet = llNetTCP & supNet
 	}
-	if attr.HandledAccessFS == 0 && attr.HandledAccessNet == 0 && attr.Scoped == 0 {
+	if attr.handledFS == 0 && attr.handledNet == 0 && attr.scoped == 0 {
 		return nil // best effort on a kernel without Landlock: nothing to do
 	}
-	fd, err := llsys.LandlockCreateRuleset(&attr, 0)
+	fd, err := llCreate(&attr)
 	if err != nil {
 		return fmt.Errorf("landlock_create_ruleset: %w", err)
 	}
 	defer unix.Close(fd)
-	if attr.HandledAccessFS != 0 {
+	if attr.handledFS != 0 {
 		for _, r := range paths {
 			access := uint64(llRODir)
 			switch {
@@ -211,12 +210,12 @@ func landlockApply(s *Spec, paths []PathRule) error {
 			case r.File:
 				access = llROFile
 			}
-			if err := addPathRule(fd, r.Path, access&attr.HandledAccessFS); err != nil {
+			if err := addPathRule(fd, r.Path, access&attr.handledFS); err != nil {
 				return err
 			}
 		}
 	}
-	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
+	if err := llRestrictSelf(fd); err != nil {
 		return fmt.Errorf("landlock_restrict_self: %w", err)
 	}
 	return nil
@@ -236,7 +235,7 @@ func addPathRule(ruleset int, path string, access uint64) error {
 		return fmt.Errorf("open %s for a Landlock rule: %w", path, err)
 	}
 	defer unix.Close(fd)
-	if err := llsys.LandlockAddPathBeneathRule(ruleset, &llsys.PathBeneathAttr{ParentFd: fd, AllowedAccess: access}, 0); err != nil {
+	if err := llAddPath(ruleset, fd, access); err != nil {
 		return fmt.Errorf("landlock_add_rule %s: %w", path, err)
 	}
 	return nil
