@@ -285,9 +285,6 @@ func (c *Cgroups) release(cg *cgroup, empty bool) {
 	}
 }
 
-// discard removes cg from the pool for good (it failed to take a process).
-func (c *Cgroups) discard(cg *cgroup) { cg.remove() }
-
 // Close removes the pool's idle cgroups and its directory. Cgroups that
 // still hold processes kept running by a run stay (and so does the pool's
 // directory); Close then returns an error naming how many. Runs in

@@ -20,7 +20,7 @@ func (c *Cgroups) Close() error { return nil }
 
 func (c *Cgroups) get() (*cgroup, error)            { return nil, ErrNoCgroups }
 func (c *Cgroups) release(*cgroup, bool)            {}
-func (c *Cgroups) discard(*cgroup)                  {}
+func (cg *cgroup) remove()                          {}
 func (cg *cgroup) add(live []int, leader int) []int { return live }
 func (cg *cgroup) kill()                            {}
 func cgroupRefused(error) bool                      { return false }

@@ -109,7 +109,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	c, err := startProcess(p, env, pipes, cg)
 	if err != nil && cg != nil && cgroupRefused(err) {
-		pool.discard(cg) // the kernel would not put a process there
+		cg.remove() // the kernel would not put a process there: out of the pool for good
 		cg = nil
 		c, err = startProcess(p, env, pipes, nil)
 	}

@@ -154,9 +154,6 @@ func (o *runOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	if o.cgroup != "auto" && o.cgroup != "off" && !filepath.IsAbs(o.cgroup) {
-		return &exitError{code: ExitFailed, msg: fmt.Sprintf("--cgroup: %q: use auto, off, or the absolute path of a cgroup v2 directory", o.cgroup)}
-	}
 	pool, err := host.OpenCgroups(o.cgroup)
 	if err != nil {
 		return &exitError{code: ExitFailed, msg: "--cgroup: " + strings.TrimPrefix(err.Error(), "host: ")}
