@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -175,8 +176,11 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// removeStalePools removes the empty cgroups of pools whose process is
-// gone. Cgroups that still hold processes (leftovers a run kept) stay.
+// removeStalePools ends what pools of processes that no longer exist left
+// behind. A run's cgroup ("r<n>") that still holds processes belonged to
+// a host that died while the command ran (SIGKILL, a crash): they are
+// killed and the cgroup removed. Cgroups of leftovers a run deliberately
+// kept ("k<n>") stay while they hold processes.
 func removeStalePools(parent string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
@@ -195,12 +199,26 @@ func removeStalePools(parent string) {
 		dir := filepath.Join(parent, e.Name())
 		if subs, err := os.ReadDir(dir); err == nil {
 			for _, s := range subs {
-				if s.IsDir() {
-					unix.Rmdir(filepath.Join(dir, s.Name()))
+				if !s.IsDir() {
+					continue
 				}
+				sub := filepath.Join(dir, s.Name())
+				if strings.HasPrefix(s.Name(), "r") {
+					endStale(sub)
+				}
+				unix.Rmdir(sub)
 			}
 		}
 		unix.Rmdir(dir)
+	}
+}
+
+// endStale kills everything in the cgroup dir and waits, a bounded time,
+// until it is empty.
+func endStale(dir string) {
+	cg := &cgroup{dir: dir, fd: -1, procs: -1}
+	for deadline := time.Now().Add(giveUpAfter); cg.populated() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		cg.kill()
 	}
 }
 
@@ -228,7 +246,7 @@ func (c *Cgroups) get() (*cgroup, error) {
 			if cg.populated() {
 				kept = append(kept, cg)
 			} else {
-				c.free = append(c.free, cg)
+				cg.remove() // named as kept: not reused
 			}
 		}
 		c.kept = kept
@@ -269,6 +287,12 @@ func (c *Cgroups) get() (*cgroup, error) {
 // still holds processes waits until they have exited.
 func (c *Cgroups) release(cg *cgroup, empty bool) {
 	if !empty && cg.populated() {
+		// Renamed "k<n>", so that a later host whose pool finds it after
+		// this process died knows the processes were kept on purpose.
+		kept := filepath.Join(filepath.Dir(cg.dir), "k"+strings.TrimPrefix(filepath.Base(cg.dir), "r"))
+		if unix.Rename(cg.dir, kept) == nil {
+			cg.dir = kept
+		}
 		c.mu.Lock()
 		c.kept = append(c.kept, cg)
 		c.mu.Unlock()
@@ -398,12 +422,14 @@ func (cg *cgroup) kill() {
 }
 
 // sysProcAttr returns the attributes every command starts with: a new
-// session and, when cg is set, cg as its cgroup.
+// session, SIGKILL when this process dies (forkExec starts it from a
+// thread that never exits, to which Linux ties the parent-death signal),
+// and, when cg is set, cg as its cgroup.
 func sysProcAttr(cg *cgroup) *syscall.SysProcAttr {
 	if cg == nil {
-		return &syscall.SysProcAttr{Setsid: true}
+		return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	}
-	return &syscall.SysProcAttr{Setsid: true, UseCgroupFD: true, CgroupFD: cg.fd}
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, UseCgroupFD: true, CgroupFD: cg.fd}
 }
 
 // cgroupRefused reports whether a start error may come from the clone into

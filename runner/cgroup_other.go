@@ -5,7 +5,7 @@ package runner
 import "errors"
 
 // cgroup is a run's cgroup; there are none on this platform.
-type cgroup struct{}
+type cgroup struct{ dir string }
 
 // OpenCgroups fails on this platform: cgroups are Linux-only.
 func OpenCgroups(parent string) (*Cgroups, error) {

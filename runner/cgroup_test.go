@@ -62,6 +62,9 @@ func TestWithoutCgroupsAnEscapeeSurvives(t *testing.T) {
 	if text(res.Stdout) != "started\n" {
 		t.Fatalf("stdout %q", text(res.Stdout))
 	}
+	if !res.OutputCut {
+		t.Error("OutputCut = false, but the escapee still holds stdout")
+	}
 	// This is the gap cgroups close: nothing links the process to the run.
 	proctest.ExpectSurvivors(t, token, 1)
 	run(t, Spec{Command: "true"}) // reaps the escapee's zombie

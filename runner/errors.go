@@ -23,6 +23,9 @@ var (
 	ErrBadDir = errors.New("bad working directory")
 	// ErrUnsupported: this platform cannot run commands as the runner must.
 	ErrUnsupported = errors.New("not supported on this platform")
+	// ErrResources: the system or this process ran out of something a
+	// start needs (open files, processes, memory); Detail names the limit.
+	ErrResources = errors.New("out of system resources")
 	// ErrSandbox: the sandbox could not be set up; Err says which step.
 	ErrSandbox = errors.New("sandbox setup failed")
 )

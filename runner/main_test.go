@@ -4,6 +4,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"syscall"
@@ -19,7 +20,10 @@ func TestMain(m *testing.M) {
 		"write":      helperWrite,
 		"ignoreterm": helperIgnoreTerm,
 		"strayfd":    helperStrayFD,
+		"fdlimit":    helperFDLimit,
+		"watched":    helperWatchedHost,
 	})
+	Main() // the watchdog WatchHost starts
 	goleak.VerifyTestMain(m)
 }
 
@@ -64,5 +68,24 @@ func helperStrayFD([]string) int {
 		return 1
 	}
 	os.Stdout.Write(res.Stdout.Head)
+	return 0
+}
+
+// helperFDLimit lowers its open-file limit to what it already has open and
+// prints the error Run returns.
+func helperFDLimit([]string) int {
+	Run(context.Background(), Spec{Command: "true"}) // opens the shared /dev/null
+	fds, _ := os.ReadDir("/proc/self/fd")
+	lim := uint64(len(fds))
+	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: lim, Max: lim})
+	_, err := Run(context.Background(), Spec{Command: "true"})
+	if err == nil {
+		os.Stdout.WriteString("started\n")
+		return 0
+	}
+	if errors.Is(err, ErrResources) {
+		os.Stdout.WriteString("ErrResources: ")
+	}
+	os.Stdout.WriteString(err.Error() + "\n")
 	return 0
 }

@@ -102,7 +102,7 @@ func startProcess(p *plan, env []string, io *pipes, cg *cgroup) (*child, error) 
 	for _, f := range p.extra {
 		files = append(files, f.Fd())
 	}
-	pid, err := syscall.ForkExec(p.path, p.argv, &syscall.ProcAttr{
+	pid, err := forkExec(p.path, p.argv, &syscall.ProcAttr{
 		Dir:   p.dir,
 		Env:   env,
 		Files: files,
@@ -123,6 +123,7 @@ func (c *child) wait() *exitStatus {
 			break
 		}
 	}
+	forkReleased()
 	if ws.Signaled() {
 		return &exitStatus{code: -1, signal: int(ws.Signal())}
 	}
@@ -135,3 +136,33 @@ func signalGroup(pgid int, sig syscall.Signal) { syscall.Kill(-pgid, sig) }
 // groupExists reports whether any process, zombies included, is in group
 // pgid.
 func groupExists(pgid int) bool { return syscall.Kill(-pgid, 0) != syscall.ESRCH }
+
+// maxRest bounds what readRest takes in one call, so that a writer that is
+// still alive and writing cannot keep it reading for ever.
+const maxRest = 8 << 20
+
+// readRest reads what is already in the pipe r without waiting and without
+// looking at r's deadline, passing each chunk to put, and reports whether
+// it reached EOF (no writer left).
+func readRest(r *os.File, buf []byte, put func([]byte)) (eof bool) {
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return false
+	}
+	rc.Control(func(fd uintptr) {
+		for total := 0; total < maxRest; {
+			n, err := unix.Read(int(fd), buf)
+			if n > 0 {
+				put(buf[:n])
+				total += n
+				continue
+			}
+			if err == unix.EINTR {
+				continue
+			}
+			eof = n == 0 && err == nil
+			return
+		}
+	})
+	return eof
+}

@@ -63,6 +63,13 @@ type Result struct {
 	// LeftoversKept counts processes left running because of
 	// Spec.KeepLeftovers.
 	LeftoversKept int
+	// OutputCut reports that the output may be incomplete: when Run stopped
+	// reading (Spec.Drain after the main process exited and its leftovers
+	// were dealt with), a process was still holding the output pipes open
+	// (one kept by KeepLeftovers, or one that escaped the tracked tree), so
+	// whatever it wrote after that was not captured. Output written by
+	// processes that had exited is never lost.
+	OutputCut bool
 }
 
 // TimedOut reports whether the run was ended by its timeout.

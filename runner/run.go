@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -44,8 +45,13 @@ func (o *output) write(s Stream, p []byte) {
 	}
 }
 
-// drain reads r until EOF, an error or its read deadline, into o.
-func (o *output) drain(r *os.File, s Stream) {
+// drain reads r into o until EOF or another error, and reports whether it
+// saw EOF (every writer had closed the pipe). When r's read deadline
+// passes first, drain still reads everything already in the pipe before it
+// returns: a read deadline is checked before the pipe is, so a reader that
+// was not scheduled in time (a busy CPU) would otherwise lose output that
+// an exited process had fully written.
+func (o *output) drain(r *os.File, s Stream) (eof bool) {
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
 	buf := *bp
@@ -54,8 +60,12 @@ func (o *output) drain(r *os.File, s Stream) {
 		if n > 0 {
 			o.write(s, buf[:n])
 		}
-		if err != nil {
-			return
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return readRest(r, buf, func(p []byte) { o.write(s, p) })
+		default:
+			return errors.Is(err, io.EOF)
 		}
 	}
 }
@@ -84,6 +94,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 
 	pipes, err := openPipes(spec.Stdin != nil, spec.MergeOutput)
 	if err != nil {
+		if kind, detail := resourceError(err); kind != nil {
+			return nil, &StartError{Kind: kind, Program: p.argv[0], Detail: "cannot create the output pipes: " + detail, Err: err}
+		}
 		return nil, &StartError{Kind: ErrUnsupported, Program: p.argv[0], Detail: "cannot create pipes", Err: err}
 	}
 	marker := MarkerVar + "=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(runSeq.Add(1), 10)
@@ -147,11 +160,14 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 
 	var wg sync.WaitGroup
+	var outEOF, errEOF bool
 	wg.Add(1)
-	go func() { defer wg.Done(); out.drain(pipes.stdout, Stdout) }()
+	go func() { defer wg.Done(); outEOF = out.drain(pipes.stdout, Stdout) }()
 	if pipes.stderr != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); out.drain(pipes.stderr, Stderr) }()
+		go func() { defer wg.Done(); errEOF = out.drain(pipes.stderr, Stderr) }()
+	} else {
+		errEOF = true
 	}
 	if pipes.stdin != nil {
 		wg.Add(1)
@@ -178,6 +194,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if wrapped != nil && wrapped.Cgroup != "" {
 		t.moved = trackCgroup(wrapped.Cgroup)
 	}
+	watchStart(c.pid, marker, t.cgroupDirs()...)
 	res := &Result{Pid: c.pid, Start: start}
 	var st *exitStatus
 	select {
@@ -209,6 +226,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		t.end(p.grace, nil, st)
 	}
 	res.LeftoversKilled = t.killed()
+	watchEnd(c.pid)
 	if cg != nil {
 		pool.release(cg, t.empty)
 	}
@@ -216,12 +234,20 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if pipes.stdin != nil {
 		pipes.stdin.Close() // unblocks a writer whose reader outlived the command
 	}
+	// Every process of the tree has exited now (or was deliberately kept),
+	// so whatever they wrote is in the pipes, and the readers take all of
+	// it even when the deadline passes before they run. The deadline only
+	// bounds waiting for EOF from writers that are still alive: those kept
+	// by KeepLeftovers, or a process that left the tracked tree while
+	// holding the pipes. Output they write later is not captured, and the
+	// result says so.
 	deadline := time.Now().Add(p.drain)
 	pipes.stdout.SetReadDeadline(deadline)
 	if pipes.stderr != nil {
 		pipes.stderr.SetReadDeadline(deadline)
 	}
 	wg.Wait()
+	res.OutputCut = !outEOF || !errEOF
 	pipes.stdout.Close()
 	if pipes.stderr != nil {
 		pipes.stderr.Close()
@@ -249,6 +275,9 @@ func setStatus(res *Result, st *exitStatus) {
 func startError(p *plan, err error) error {
 	if _, cerr := checkExecutable(p.argv[0], p.path); cerr != nil {
 		return cerr
+	}
+	if kind, detail := resourceError(err); kind != nil {
+		return &StartError{Kind: kind, Program: p.argv[0], Dir: p.dir, Detail: detail, Err: err}
 	}
 	kind := ErrUnsupported
 	var errno syscall.Errno

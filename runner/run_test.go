@@ -183,6 +183,9 @@ func TestReturnsWhenMainProcessExits(t *testing.T) {
 			if res.LeftoversKilled < 1 {
 				t.Errorf("LeftoversKilled = %d, want at least 1", res.LeftoversKilled)
 			}
+			if res.OutputCut {
+				t.Error("OutputCut = true, but every writer was ended before the pipes were read to the end")
+			}
 			proctest.NoSurvivors(t, token)
 		})
 	}
@@ -193,6 +196,9 @@ func TestKeepLeftovers(t *testing.T) {
 	res := run(t, Spec{Command: "sleep 600 & echo started", Env: []string{"PATH=" + DefaultPath, token}, KeepLeftovers: true})
 	if res.LeftoversKept != 1 || res.LeftoversKilled != 0 {
 		t.Fatalf("kept %d killed %d, want 1 and 0", res.LeftoversKept, res.LeftoversKilled)
+	}
+	if !res.OutputCut {
+		t.Error("OutputCut = false; the kept sleep still holds stdout, so later output is not captured and the result must say so")
 	}
 	left := proctest.Survivors(token)
 	if len(left) != 1 {
@@ -379,5 +385,26 @@ func TestNoStrayDescriptors(t *testing.T) {
 	}
 	if got := strings.Join(strings.Fields(string(out)), " "); got != "0 1 2 3" { // 3 is ls's own directory
 		t.Errorf("the command has descriptors %v", got)
+	}
+}
+
+// TestOutOfDescriptors checks that running out of open files is reported
+// as that, with the limit, and not as a platform without pipes.
+func TestOutOfDescriptors(t *testing.T) {
+	argv, helperEnv := proctest.HelperArgv(t, "fdlimit")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), helperEnv)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v: %s", err, out)
+	}
+	got := string(out)
+	for _, want := range []string{"ErrResources: ", "too many open files", "RLIMIT_NOFILE", "ulimit -n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("error %q does not contain %q", got, want)
+		}
+	}
+	if strings.Contains(got, "not supported") {
+		t.Errorf("error %q blames the platform", got)
 	}
 }

@@ -28,6 +28,17 @@ func newTree(leader int, marker string, cg *cgroup) *tree {
 	return &tree{leader: leader, marker: marker, cg: cg}
 }
 
+// cgroupDirs returns the directories of the cgroups that hold the tree.
+func (t *tree) cgroupDirs() []string {
+	var dirs []string
+	for _, cg := range []*cgroup{t.cg, t.moved} {
+		if cg != nil {
+			dirs = append(dirs, cg.dir)
+		}
+	}
+	return dirs
+}
+
 // live returns the tree's live processes other than the leader: those the
 // platform's sweep finds plus everything in the run's cgroup.
 func (t *tree) live() []int {

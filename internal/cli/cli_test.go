@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentexec/agentexec/internal/proctest"
 	"github.com/agentexec/agentexec/jobs"
+	"github.com/agentexec/agentexec/runner"
 	"github.com/agentexec/agentexec/sandbox"
 	"go.uber.org/goleak"
 )
@@ -19,6 +20,7 @@ import (
 func TestMain(m *testing.M) {
 	sandbox.Main()
 	jobs.Main()
+	runner.Main()
 	proctest.RunHelpers(map[string]proctest.Helper{
 		// cli runs agentexec with the helper's arguments, as a real
 		// one-shot process.

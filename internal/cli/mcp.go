@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentexec/agentexec/host"
 	"github.com/agentexec/agentexec/mcpserver"
+	"github.com/agentexec/agentexec/runner"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -126,6 +127,12 @@ func (o *setupOptions) server(cmd *cobra.Command, stderr io.Writer, verbose bool
 	h, err := o.host(cmd, warner(stderr))
 	if err != nil {
 		return nil, nil, err
+	}
+	// A server killed with SIGKILL must not leave its commands running.
+	if runner.WatchdogAvailable() {
+		if err := runner.WatchHost(); err != nil {
+			warner(stderr)(err)
+		}
 	}
 	return h, mcpserver.New(h, mcpserver.Options{Version: Version, Logger: logger(stderr, verbose)}), nil
 }

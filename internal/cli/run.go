@@ -260,6 +260,7 @@ type jsonResult struct {
 	StderrTruncated bool    `json:"stderr_truncated"`
 	LeftoversKilled int     `json:"leftovers_killed"`
 	LeftoversKept   int     `json:"leftovers_kept"`
+	OutputCut       bool    `json:"output_cut"`
 }
 
 func newJSONResult(r *runner.Result) jsonResult {
@@ -279,5 +280,6 @@ func newJSONResult(r *runner.Result) jsonResult {
 		StderrTruncated: r.Stderr.Truncated,
 		LeftoversKilled: r.LeftoversKilled,
 		LeftoversKept:   r.LeftoversKept,
+		OutputCut:       r.OutputCut,
 	}
 }
