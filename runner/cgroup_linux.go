@@ -422,14 +422,14 @@ func (cg *cgroup) kill() {
 }
 
 // sysProcAttr returns the attributes every command starts with: a new
-// session, SIGKILL when this process dies (forkExec starts it from a
-// thread that never exits, to which Linux ties the parent-death signal),
-// and, when cg is set, cg as its cgroup.
+// session and, when cg is set, cg as its cgroup. (No parent-death signal:
+// Linux ties it to the forking thread, and forking from one dedicated
+// thread cost a thread switch per start; the watchdog covers a dead host.)
 func sysProcAttr(cg *cgroup) *syscall.SysProcAttr {
 	if cg == nil {
-		return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+		return &syscall.SysProcAttr{Setsid: true}
 	}
-	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, UseCgroupFD: true, CgroupFD: cg.fd}
+	return &syscall.SysProcAttr{Setsid: true, UseCgroupFD: true, CgroupFD: cg.fd}
 }
 
 // cgroupRefused reports whether a start error may come from the clone into

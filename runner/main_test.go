@@ -16,6 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	Main() // the watchdog WatchHost starts
 	proctest.RunHelpers(map[string]proctest.Helper{
 		"write":      helperWrite,
 		"ignoreterm": helperIgnoreTerm,
@@ -23,7 +24,6 @@ func TestMain(m *testing.M) {
 		"fdlimit":    helperFDLimit,
 		"watched":    helperWatchedHost,
 	})
-	Main() // the watchdog WatchHost starts
 	goleak.VerifyTestMain(m)
 }
 

@@ -102,7 +102,7 @@ func startProcess(p *plan, env []string, io *pipes, cg *cgroup) (*child, error) 
 	for _, f := range p.extra {
 		files = append(files, f.Fd())
 	}
-	pid, err := forkExec(p.path, p.argv, &syscall.ProcAttr{
+	pid, err := syscall.ForkExec(p.path, p.argv, &syscall.ProcAttr{
 		Dir:   p.dir,
 		Env:   env,
 		Files: files,
@@ -123,7 +123,6 @@ func (c *child) wait() *exitStatus {
 			break
 		}
 	}
-	forkReleased()
 	if ws.Signaled() {
 		return &exitStatus{code: -1, signal: int(ws.Signal())}
 	}

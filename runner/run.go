@@ -226,7 +226,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		t.end(p.grace, nil, st)
 	}
 	res.LeftoversKilled = t.killed()
-	watchEnd(c.pid)
+	watchEnd(c.pid, marker, res.LeftoversKept > 0)
 	if cg != nil {
 		pool.release(cg, t.empty)
 	}

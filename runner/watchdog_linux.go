@@ -138,15 +138,20 @@ func watchStart(pid int, marker string, cgroups ...string) {
 	}
 }
 
-// watchEnd tells the watchdog that a run is over: its tree was ended or
-// deliberately kept.
-func watchEnd(pid int) {
+// watchEnd tells the watchdog that a run is over: its tree was ended, or,
+// when kept, deliberately left running (so the watchdog leaves the
+// processes carrying its marker alone).
+func watchEnd(pid int, marker string, kept bool) {
 	watchMu.Lock()
 	defer watchMu.Unlock()
 	if watchPipe == nil {
 		return
 	}
-	if _, err := watchPipe.WriteString("d " + strconv.Itoa(pid) + "\n"); err != nil {
+	line := "d " + strconv.Itoa(pid) + "\n"
+	if kept {
+		line = "k " + strconv.Itoa(pid) + " " + strconv.Quote(marker) + "\n"
+	}
+	if _, err := watchPipe.WriteString(line); err != nil {
 		watchPipe.Close()
 		watchPipe = nil
 	}
@@ -158,60 +163,77 @@ type watchedRun struct {
 	cgroups []string // cgroup directories holding the tree
 }
 
+// watchState is what the watchdog knows of its host's runs.
+type watchState struct {
+	prefix []byte             // MarkerVar=<host pid>- : every run's marker starts so
+	runs   map[int]watchedRun // runs in progress, by main process
+	kept   map[string]bool    // markers of runs whose leftovers were kept
+}
+
 // watchdog reads the host's reports until the pipe ends (the host is
-// gone), then ends the trees of the runs still in progress.
+// gone), then ends the trees of the runs still in progress, and every
+// process carrying the marker of one of the host's runs, except those a
+// run kept on purpose. (A marker reaches a process when the run's main
+// process is executed, so this also covers a run the host died starting.)
 func watchdog() int {
 	os.Stdout.WriteString("ready\n")
 	os.Stdout.Close()
-	runs := map[int]watchedRun{}
+	st := &watchState{
+		prefix: []byte(MarkerVar + "=" + strconv.Itoa(os.Getppid()) + "-"),
+		runs:   map[int]watchedRun{},
+		kept:   map[string]bool{},
+	}
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		parseWatch(sc.Text(), runs)
+		st.parse(sc.Text())
 	}
-	if len(runs) > 0 {
-		endRuns(runs, watchdogEnd)
-	}
+	st.end(watchdogEnd)
 	return 0
 }
 
-// parseWatch applies one report line to runs.
-func parseWatch(line string, runs map[int]watchedRun) {
+// parse applies one report line.
+func (st *watchState) parse(line string) {
 	kind, rest, _ := strings.Cut(line, " ")
 	pidText, rest, _ := strings.Cut(rest, " ")
 	pid, err := strconv.Atoi(pidText)
 	if err != nil || pid < 2 {
 		return
 	}
+	var fields []string
+	for rest != "" {
+		q, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			return
+		}
+		v, _ := strconv.Unquote(q)
+		fields = append(fields, v)
+		rest = strings.TrimPrefix(rest[len(q):], " ")
+	}
 	switch kind {
 	case "d":
-		delete(runs, pid)
-	case "r":
-		var fields []string
-		for rest != "" {
-			q, err := strconv.QuotedPrefix(rest)
-			if err != nil {
-				return
-			}
-			v, _ := strconv.Unquote(q)
-			fields = append(fields, v)
-			rest = strings.TrimPrefix(rest[len(q):], " ")
+		delete(st.runs, pid)
+	case "k":
+		delete(st.runs, pid)
+		if len(fields) == 1 {
+			st.kept[fields[0]] = true
 		}
+	case "r":
 		if len(fields) == 0 {
 			return
 		}
-		runs[pid] = watchedRun{marker: []byte(fields[0]), cgroups: fields[1:]}
+		st.runs[pid] = watchedRun{marker: []byte(fields[0]), cgroups: fields[1:]}
 	}
 }
 
-// endRuns kills every process of runs until none is found or limit has
-// passed: their groups, their sessions, processes carrying their marker,
-// and everything in their cgroups.
-func endRuns(runs map[int]watchedRun, limit time.Duration) {
+// end kills, until none is found or limit has passed, the processes of
+// the runs in progress (their groups, sessions and cgroups) and every
+// process carrying one of the host's markers that was not kept.
+func (st *watchState) end(limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	for {
 		found := 0
-		for pid, r := range runs {
+		for pid, r := range st.runs {
 			if syscall.Kill(-pid, syscall.SIGKILL) == nil {
 				found++
 			}
@@ -219,7 +241,7 @@ func endRuns(runs map[int]watchedRun, limit time.Duration) {
 				found += killCgroup(dir)
 			}
 		}
-		found += killMatching(runs)
+		found += st.killMatching()
 		if found == 0 || time.Now().After(deadline) {
 			return
 		}
@@ -248,9 +270,10 @@ func killCgroup(dir string) int {
 	return n
 }
 
-// killMatching kills live processes in a run's session or group, or that
-// carry a run's marker, and returns how many it found.
-func killMatching(runs map[int]watchedRun) int {
+// killMatching kills live processes in the session or group of a run in
+// progress, or that carry one of the host's markers other than a kept
+// one, and returns how many it found.
+func (st *watchState) killMatching() int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -266,16 +289,13 @@ func killMatching(runs map[int]watchedRun) int {
 		if !ok || info.state == 'Z' || info.state == 'X' {
 			continue
 		}
-		_, inGroup := runs[info.pgrp]
-		_, inSession := runs[info.sid]
+		_, inGroup := st.runs[info.pgrp]
+		_, inSession := st.runs[info.sid]
 		match := inGroup || inSession
 		if !match {
 			env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
-			for _, r := range runs {
-				if hasEntry(env, r.marker) {
-					match = true
-					break
-				}
+			if m := entryWithPrefix(env, st.prefix); m != nil && !st.kept[string(m)] {
+				match = true
 			}
 		}
 		if match {
@@ -286,14 +306,15 @@ func killMatching(runs map[int]watchedRun) int {
 	return n
 }
 
-// hasEntry reports whether the NUL-separated environment env holds entry.
-func hasEntry(env, entry []byte) bool {
+// entryWithPrefix returns the first entry of the NUL-separated
+// environment env that starts with prefix, or nil.
+func entryWithPrefix(env, prefix []byte) []byte {
 	for len(env) > 0 {
 		var e []byte
 		e, env, _ = bytes.Cut(env, []byte{0})
-		if bytes.Equal(e, entry) {
-			return true
+		if bytes.HasPrefix(e, prefix) {
+			return e
 		}
 	}
-	return false
+	return nil
 }

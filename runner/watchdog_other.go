@@ -12,7 +12,7 @@ func Main() {}
 func WatchHost() error { return fmt.Errorf("%w: the watchdog exists only on Linux", ErrNoWatchdog) }
 
 func watchStart(int, string, ...string) {}
-func watchEnd(int)                      {}
+func watchEnd(int, string, bool)        {}
 
 // WatchdogAvailable reports false: the watchdog exists only on Linux.
 func WatchdogAvailable() bool { return false }

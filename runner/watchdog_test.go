@@ -72,6 +72,11 @@ func helperWatchedHost(args []string) int {
 			},
 		})
 	}
+	if len(args) > 2 {
+		// A run that keeps its leftover on purpose: the watchdog must
+		// leave it alone.
+		Run(context.Background(), Spec{Command: "sleep 600 & echo up", Env: []string{"PATH=" + DefaultPath, args[2]}, KeepLeftovers: true})
+	}
 	wg.Wait()
 	os.Stdout.WriteString("ready\n")
 	select {}
@@ -83,8 +88,8 @@ func helperWatchedHost(args []string) int {
 func TestWatchdogEndsTreesOfAKilledHost(t *testing.T) {
 	for _, mode := range []string{"plain", "cgroups"} {
 		t.Run(mode, func(t *testing.T) {
-			token := proctest.Token(t)
-			argv, helperEnv := proctest.HelperArgv(t, "watched", mode, token)
+			token, keptToken := proctest.Token(t), proctest.Token(t)
+			argv, helperEnv := proctest.HelperArgv(t, "watched", mode, token, keptToken)
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Env = append(os.Environ(), helperEnv)
 			out, err := cmd.StdoutPipe()
@@ -114,6 +119,7 @@ func TestWatchdogEndsTreesOfAKilledHost(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			proctest.NoSurvivors(t, token)
+			proctest.ExpectSurvivors(t, keptToken, 1)
 			for len(watchdogs(t)) > 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
@@ -151,24 +157,30 @@ func watchdogs(t *testing.T) []int {
 // TestParseWatch checks the watchdog's reading of the host's reports,
 // malformed ones included.
 func TestParseWatch(t *testing.T) {
-	runs := map[int]watchedRun{}
+	st := &watchState{runs: map[int]watchedRun{}, kept: map[string]bool{}}
 	for _, line := range []string{
 		`r 100 "AGENTEXEC_RUN=1-1" "/sys/fs/cgroup/x y/r1"`,
 		`r 101 "AGENTEXEC_RUN=1-2"`,
+		`r 103 "AGENTEXEC_RUN=1-4"`,
 		`r 1 "AGENTEXEC_RUN=1-3"`, // pid 1 is never a run
 		`r 102`,                   // no marker
 		`r x "m"`,
+		`r 104 "unterminated`,
 		`garbage`,
 		`d 101`,
+		`k 103 "AGENTEXEC_RUN=1-4"`,
 	} {
-		parseWatch(line, runs)
+		st.parse(line)
 	}
-	if len(runs) != 1 {
-		t.Fatalf("runs %v, want only 100", runs)
+	if len(st.runs) != 1 {
+		t.Fatalf("runs %v, want only 100", st.runs)
 	}
-	r := runs[100]
+	r := st.runs[100]
 	if string(r.marker) != "AGENTEXEC_RUN=1-1" || len(r.cgroups) != 1 || r.cgroups[0] != "/sys/fs/cgroup/x y/r1" {
 		t.Errorf("run 100 = %+v", r)
+	}
+	if !st.kept["AGENTEXEC_RUN=1-4"] || len(st.kept) != 1 {
+		t.Errorf("kept %v", st.kept)
 	}
 }
 
