@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -38,17 +40,13 @@ func watchedCommands(token string, cgroups bool) []string {
 // says whether to use cgroups), prints "ready" once each has said it is up,
 // and waits to be killed.
 func helperWatchedHost(args []string) int {
-	if err := WatchHost(); err != nil {
-		os.Stdout.WriteString("error: " + err.Error() + "\n")
-		return 1
+	if args[0] != "unwatched" {
+		if err := WatchHost(); err != nil {
+			os.Stdout.WriteString("error: " + err.Error() + "\n")
+			return 1
+		}
 	}
 	useCG := args[0] == "cgroups" || args[0] == "unwatched"
-	if args[0] == "unwatched" {
-		watchMu.Lock()
-		watchPipe.Close()
-		watchPipe = nil
-		watchMu.Unlock()
-	}
 	if useCG {
 		pool, err := FindCgroups()
 		if err != nil {
@@ -59,27 +57,44 @@ func helperWatchedHost(args []string) int {
 	}
 	token := args[1]
 	var wg sync.WaitGroup
+	failed := make(chan string, 8)
 	for _, c := range watchedCommands(token, useCG) {
 		wg.Add(1)
 		var once sync.Once
-		go Run(context.Background(), Spec{
-			Command: c,
-			Env:     []string{"PATH=" + DefaultPath, token},
-			OnOutput: func(_ Stream, p []byte) {
-				if bytes.Contains(p, []byte("up")) {
-					once.Do(wg.Done)
-				}
-			},
-		})
+		go func() {
+			res, err := Run(context.Background(), Spec{
+				Command: c,
+				Env:     []string{"PATH=" + DefaultPath, token},
+				OnOutput: func(_ Stream, p []byte) {
+					if bytes.Contains(p, []byte("up")) {
+						once.Do(wg.Done)
+					}
+				},
+			})
+			if err != nil {
+				failed <- fmt.Sprintf("%q: %v", c, err)
+			} else {
+				failed <- fmt.Sprintf("%q ended early: %s: %q", c, res.Describe(), res.Combined.Text())
+			}
+		}()
 	}
 	if len(args) > 2 {
 		// A run that keeps its leftover on purpose: the watchdog must
 		// leave it alone.
 		Run(context.Background(), Spec{Command: "sleep 600 & echo up", Env: []string{"PATH=" + DefaultPath, args[2]}, KeepLeftovers: true})
 	}
-	wg.Wait()
-	os.Stdout.WriteString("ready\n")
-	select {}
+	up := make(chan struct{})
+	go func() { wg.Wait(); close(up) }()
+	select {
+	case <-up:
+		os.Stdout.WriteString("ready\n")
+	case msg := <-failed:
+		os.Stdout.WriteString("error: " + msg + "\n")
+		return 1
+	}
+	msg := <-failed
+	os.Stdout.WriteString("error: " + msg + "\n")
+	return 1
 }
 
 // TestWatchdogEndsTreesOfAKilledHost kills a host with SIGKILL while its
@@ -99,7 +114,7 @@ func TestWatchdogEndsTreesOfAKilledHost(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			line, _ := bufio.NewReader(out).ReadString('\n')
+			line := readLine(t, cmd, out)
 			if strings.HasPrefix(line, "nocgroups") {
 				cmd.Wait()
 				t.Skip(strings.TrimSpace(line))
@@ -200,7 +215,7 @@ func TestStaleCgroupsEndedAtNextStart(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+	if line := readLine(t, cmd, out); line != "ready\n" {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("host said %q", line)
@@ -216,4 +231,23 @@ func TestStaleCgroupsEndedAtNextStart(t *testing.T) {
 	}
 	next.Close()
 	proctest.NoSurvivors(t, token)
+}
+
+// readLine reads the first line the helper host writes, killing it if none
+// comes within a minute (a machine under load can be slow; a hang is a
+// failure, not a stall of the whole test run).
+func readLine(t *testing.T, cmd *exec.Cmd, out io.Reader) string {
+	t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		got <- line
+	}()
+	select {
+	case line := <-got:
+		return line
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		return <-got
+	}
 }
