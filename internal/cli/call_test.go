@@ -130,7 +130,7 @@ func TestCallInputAndJSON(t *testing.T) {
 		t.Errorf("bad --tools: %d %q", code, stderr)
 	}
 	code, _, stderr = runCLIStdin(t, "", "call", "--grant-fs", "r:relative", "bash", "{}")
-	if code != ExitFailed || !strings.Contains(stderr, "grants.fs") {
+	if code != ExitFailed || !strings.Contains(stderr, `--grant-fs: "r:relative"`) {
 		t.Errorf("bad --grant-fs: %d %q", code, stderr)
 	}
 	code, _, stderr = runCLIStdin(t, "", "call", "--audit-log", "/proc/no/audit.jsonl", "--audit-fail-closed", "bash", `{"command": "true"}`)

@@ -218,7 +218,7 @@ func TestSandboxFlags(t *testing.T) {
 		t.Errorf("run --sandbox: %d %q %q", code, stdout, stderr)
 	}
 	code, _, stderr = runCLIStdin(t, "", "run", "--sandbox", "nope", "true")
-	if code != ExitFailed || !strings.Contains(stderr, `unknown profile "nope"`) {
+	if code != ExitFailed || !strings.Contains(stderr, `--sandbox: "nope" is not a sandbox profile`) {
 		t.Errorf("bad profile: %d %q", code, stderr)
 	}
 	callEnv(t)

@@ -15,6 +15,7 @@ import (
 
 // Exit codes agentexec uses for its own failures, as coreutils timeout does.
 const (
+	ExitRefused      = 123 // the policy refused the command; nothing ran
 	ExitTimedOut     = 124 // the command timed out
 	ExitFailed       = 125 // agentexec itself failed (bad flags, bad input)
 	ExitCannotInvoke = 126 // the program exists but cannot be run
@@ -68,7 +69,7 @@ in bounded memory.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: usageCode(c), msg: err.Error() + " (see '" + c.CommandPath() + " --help')"}
 	})
-	root.AddCommand(newRunCmd(stdout, stderr))
+	root.AddCommand(newRunCmd(stdin, stdout, stderr))
 	root.AddCommand(newToolsCmd(stdout))
 	root.AddCommand(newCallCmd(stdin, stdout, stderr))
 	root.AddCommand(newCheckCmd(stdout))
