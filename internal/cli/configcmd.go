@@ -22,7 +22,7 @@ func newConfigCmd(stdout io.Writer) *cobra.Command {
 		Long: `Print every key of the effective configuration as TOML, each followed by
 where its value came from: the embedded default, file:line, or a flag. Give
 the flags you give call, mcp or serve to see what they would use.`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := o.load(cmd)
 			if err != nil {
