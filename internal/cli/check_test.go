@@ -118,8 +118,32 @@ func TestHookClaudeCode(t *testing.T) {
 			t.Errorf("%s: %q", c.stdin, stdout)
 		}
 	}
-	if code, _, _ := runCLIStdin(t, "not json", "hook", "claude-code"); code != 1 {
-		t.Errorf("bad input: exit %d, want 1 (non-blocking)", code)
+}
+
+// TestHookClaudeCodeFailsClosed: input the hook cannot judge blocks the
+// call (exit 2, the reason on stderr), never lets it through.
+func TestHookClaudeCodeFailsClosed(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(bad, []byte("profile = \"paranoid\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, stdin string
+		args        []string
+		reason      string
+	}{
+		{"not json", "not json", nil, "not Claude Code's PreToolUse hook JSON"},
+		{"empty", "", nil, "not Claude Code's PreToolUse hook JSON"},
+		{"truncated", `{"tool_name": "Bash", "tool_input": {"command": "rm -rf /"`, nil, "not Claude Code's PreToolUse hook JSON"},
+		{"command not a string", `{"tool_name": "Bash", "tool_input": {"command": ["rm", "-rf", "/"]}}`, nil, "not Claude Code's PreToolUse hook JSON"},
+		{"no command", `{"tool_name": "Bash", "tool_input": {}}`, nil, "has no command"},
+		{"broken configuration", `{"tool_name": "Bash", "tool_input": {"command": "ls"}}`, []string{"--config", bad}, "configuration cannot be used: config: " + bad + ":1: profile"},
+	}
+	for _, c := range cases {
+		code, stdout, stderr := runCLIStdin(t, c.stdin, append([]string{"hook", "claude-code"}, c.args...)...)
+		if code != ExitHookDeny || stdout != "" || !strings.Contains(stderr, "denied") || !strings.Contains(stderr, c.reason) {
+			t.Errorf("%s: exit %d %q %q; want 2 and stderr with %q", c.name, code, stdout, stderr, c.reason)
+		}
 	}
 }
 

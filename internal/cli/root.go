@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -64,6 +65,8 @@ in bounded memory.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
+	root.Version = versionText(debug.ReadBuildInfo())
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
