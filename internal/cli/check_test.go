@@ -183,6 +183,10 @@ func TestPromptApprover(t *testing.T) {
 		if !strings.Contains(out.String(), "docker run x") || !strings.Contains(out.String(), "rule ask-docker: docker asks") {
 			t.Errorf("prompt %q", out.String())
 		}
+		// A refusal shows what to change in the configuration.
+		if hint := strings.Contains(out.String(), `the configured rule "ask-docker" decides this`); hint != !want.Approved {
+			t.Errorf("%q: rule hint %v in %q", answer, hint, out.String())
+		}
 	}
 	// Always: the second ask for the same rule is not put to the person.
 	asked := 0
