@@ -67,7 +67,9 @@ func strictPrefix(req policy.Request, d policy.Decision) string {
 	var pick *safety.Command
 	for i := range rep.Commands {
 		c := &rep.Commands[i]
-		if c.Dynamic || c.Name == "" || len(c.Args) == 0 {
+		// A prefix rule reads its words with strings.Fields: a program
+		// whose name holds white space cannot be one.
+		if c.Dynamic || c.Name == "" || len(c.Args) == 0 || strings.ContainsFunc(c.Name, unicode.IsSpace) {
 			continue
 		}
 		if pick == nil || (c.Name == name && pick.Name != name) {

@@ -64,3 +64,46 @@ func TestAllowRule(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAllowRule: whatever the command (it comes from the model), the
+// printed rule is one [[rules]] entry that loads, allows nothing beyond
+// its own form, and cannot smuggle other keys or tables into the file.
+func FuzzAllowRule(f *testing.F) {
+	for _, s := range []string{"git add -A", "$X y", "make test", "a\"\nprofile = \"open", "x '''\n[[rules]]", "\x00\x7f\u2028", "rm -rf \\\"/\\\""} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, command string, strict bool) {
+		profile := "guarded"
+		if strict {
+			profile = "strict"
+		}
+		cfg, err := config.Parse("a.toml", "profile = \""+profile+"\"\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng, _ := cfg.Engine()
+		req := policy.Request{Tool: "bash", Command: command}
+		d := eng.Check(req)
+		rule := tool.AllowRule(req, d)
+		if rule == "" || strings.HasPrefix(rule, "#") {
+			return
+		}
+		if strings.Count(rule, "\n[") != 0 || !strings.HasPrefix(rule, "[[rules]]\n") {
+			t.Fatalf("the rule is not one [[rules]] entry:\n%s", rule)
+		}
+		cfg, err = config.Parse("b.toml", "profile = \""+profile+"\"\n\n"+rule)
+		if err != nil {
+			// must_match is checked at load: a command the checker reads
+			// differently from a second reading may fail it, but never the
+			// TOML itself.
+			if strings.Contains(err.Error(), "must_match") {
+				return
+			}
+			t.Fatalf("the rule does not load: %v\n%s", err, rule)
+		}
+		if cfg.Profile != profile || len(cfg.Rules) != 1 || cfg.Rules[0].Action != "allow" {
+			t.Fatalf("the rule changed more than one rule: %+v\n%s", cfg, rule)
+		}
+	})
+}
