@@ -259,3 +259,36 @@ func TestSandboxFlags(t *testing.T) {
 		t.Errorf("status: %d %q", code, stdout)
 	}
 }
+
+// FuzzHookInput: whatever Claude Code (or anything else) writes to the
+// hook, it answers with a decision or silence (exit 0) or denies (exit
+// 2); it never exits with a status Claude Code reads as "let it through"
+// after an error.
+func FuzzHookInput(f *testing.F) {
+	for _, s := range []string{
+		`{"tool_name": "Bash", "tool_input": {"command": "git push -f"}}`,
+		`{"tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": "/tmp"}`,
+		`{"tool_name": "Write", "tool_input": {"command": 1}}`,
+		`{"tool_name": "Bash"}`, `null`, `[]`, `{`, "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		code, stdout, stderr := runCLIStdin(t, input, "hook", "claude-code")
+		switch code {
+		case 0:
+			if stdout != "" {
+				var o claudeHookOutput
+				if err := json.Unmarshal([]byte(stdout), &o); err != nil || o.HookSpecificOutput.PermissionDecision == "" {
+					t.Fatalf("exit 0 with %q", stdout)
+				}
+			}
+		case ExitHookDeny:
+			if stdout != "" || !strings.Contains(stderr, "denied") {
+				t.Fatalf("exit 2 with %q %q", stdout, stderr)
+			}
+		default:
+			t.Fatalf("exit %d for %q: %q", code, input, stderr)
+		}
+	})
+}
