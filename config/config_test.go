@@ -249,3 +249,29 @@ func TestSources(t *testing.T) {
 		}
 	}
 }
+
+// TestStarterComments: in the starter configuration, each table's comment
+// sits right above its own header.
+func TestStarterComments(t *testing.T) {
+	lines := strings.Split(Default(), "\n")
+	above := func(header string) string {
+		i := slices.Index(lines, header)
+		if i < 0 {
+			t.Fatalf("no %s in default.toml", header)
+		}
+		var c []string
+		for j := i - 1; j >= 0 && strings.HasPrefix(lines[j], "#"); j-- {
+			c = append(c, lines[j])
+		}
+		return strings.Join(c, "\n")
+	}
+	if c := above("[grants]"); !strings.Contains(c, "grants") || !strings.Contains(c, "--grant-tool") {
+		t.Errorf("[grants] comment: %q", c)
+	}
+	if c := above("[sandbox]"); strings.Contains(strings.ToLower(c), "grant") {
+		t.Errorf("[sandbox] is preceded by another table's comment: %q", c)
+	}
+	if c := above("[tools.shell_exec]"); !strings.Contains(c, "shell.exec") {
+		t.Errorf("[tools.shell_exec] comment: %q", c)
+	}
+}

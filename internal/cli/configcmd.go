@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/agentexec/agentexec/config"
+	"github.com/agentexec/agentexec/host"
+	"github.com/agentexec/agentexec/jobs"
 	"github.com/spf13/cobra"
 )
 
@@ -88,7 +91,8 @@ func printConfig(w io.Writer, c *config.Config, named string) {
 		file += " (named by " + named + ")"
 	}
 	fmt.Fprintf(w, "# configuration file: %s\n", file)
-	fmt.Fprintf(w, "# each value is followed by where it came from: default, file:line, flag or env\n")
+	fmt.Fprintf(w, "# each value is followed by where it came from: default, file:line or flag\n")
+	fmt.Fprintf(w, "# (and, for empty paths, what they mean here and which environment variable decided)\n")
 	table := ""
 	for _, e := range c.Entries() {
 		if e.Table != table {
@@ -96,7 +100,13 @@ func printConfig(w io.Writer, c *config.Config, named string) {
 			fmt.Fprintf(w, "\n[%s]\n", table)
 		}
 		name := e.Key[strings.LastIndexByte(e.Key, '.')+1:]
-		fmt.Fprintf(w, "%-40s # %s\n", name+" = "+tomlValue(e.Value), c.Source(e.Key))
+		src := c.Source(e.Key)
+		if v, ok := e.Value.(string); ok && v == "" {
+			if eff := effective[e.Key]; eff != nil {
+				src += "; " + eff()
+			}
+		}
+		fmt.Fprintf(w, "%-40s # %s\n", name+" = "+tomlValue(e.Value), src)
 	}
 	for i, r := range c.Rules {
 		fmt.Fprintf(w, "\n[[rules]]  # %s\n", c.Source(fmt.Sprintf("rules[%d]", i)))
@@ -114,6 +124,29 @@ func printConfig(w io.Writer, c *config.Config, named string) {
 			}
 		}
 	}
+}
+
+// effective says what an empty value of some keys means here, and which
+// environment variable decided it.
+var effective = map[string]func() string{
+	"workspace": func() string {
+		wd, _ := os.Getwd()
+		return "empty: the current directory, " + wd
+	},
+	"audit.path": func() string {
+		from := "$HOME"
+		if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+			from = "env $XDG_STATE_HOME"
+		}
+		return "empty: " + host.DefaultAuditPath() + " (from " + from + ")"
+	},
+	"jobs.state_dir": func() string {
+		from := "$XDG_RUNTIME_DIR unset"
+		if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+			from = "env $XDG_RUNTIME_DIR"
+		}
+		return "empty: " + jobs.DefaultStateDir() + " (from " + from + ")"
+	},
 }
 
 // tomlValue writes a value as TOML: strings quoted, arrays and inline

@@ -141,6 +141,8 @@ func TestRunAppliesSandboxProfile(t *testing.T) {
 // configuration (config.Entries, walked from the struct) with its source:
 // default, file:line or flag.
 func TestConfigShowEveryKey(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
 	cfg := writeConfig(t, "[sandbox]\nprofile = \"strict\"\n\n[tools]\ndetach_after = \"10s\"\njob_tools = false\n\n[jobs]\nmax_live = 3\nmax_output = \"1MiB\"\n")
 	code, stdout, stderr := runCLI(t, "config", "show", "--config", cfg, "--tools", "bash,exec", "--grant-fs", "r:/usr")
 	if code != 0 {
@@ -169,6 +171,7 @@ func TestConfigShowEveryKey(t *testing.T) {
 		"job_tools = false", `max_live = 3`, `max_output = "1048576"`,
 		`enabled = ["bash","exec"]`, "# flag --tools", `fs = ["r:/usr"]`, "# flag --grant-fs",
 		"(named by --config)",
+		"empty: " + filepath.Join(state, "agentexec", "audit.jsonl") + " (from env $XDG_STATE_HOME)",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("show lacks %q:\n%s", want, stdout)
