@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentexec/agentexec/config"
 	"github.com/agentexec/agentexec/internal/proctest"
+	"github.com/agentexec/agentexec/tool"
 	"github.com/spf13/cobra"
 )
 
@@ -77,6 +78,30 @@ func TestRunAppliesPolicy(t *testing.T) {
 				os.Remove(marker)
 			}
 		})
+	}
+}
+
+// TestRunAsksAtTheTerminal: when the policy asks, the person's answer
+// decides: yes runs the command, no refuses it (exit 123).
+func TestRunAsksAtTheTerminal(t *testing.T) {
+	ws := t.TempDir()
+	saved := runApprover
+	t.Cleanup(func() { runApprover = saved })
+	for answer, want := range map[string]int{"y\n": 0, "n\n": ExitRefused, "\n": ExitRefused} {
+		var prompt strings.Builder
+		runApprover = func() (tool.Approver, func(), error) {
+			return &promptApprover{in: strings.NewReader(answer), out: &prompt, quiet: true}, func() {}, nil
+		}
+		code, stdout, stderr := runCLI(t, "run", "--cwd", ws, "X=echo; $X approved")
+		if code != want || !strings.Contains(prompt.String(), "you asked to run:\n    X=echo; $X approved") {
+			t.Errorf("%q: %d %q %q; prompt %q", answer, code, stdout, stderr, prompt.String())
+		}
+		if want == 0 && stdout != "approved\n" {
+			t.Errorf("%q: stdout %q", answer, stdout)
+		}
+		if want != 0 && (stdout != "" || !strings.Contains(stderr, "declined at the terminal") || !strings.Contains(stderr, `builtin = "dynamic-command"`)) {
+			t.Errorf("%q: %q %q", answer, stdout, stderr)
+		}
 	}
 }
 

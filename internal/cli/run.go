@@ -209,12 +209,12 @@ func (o *runOptions) decide(ctx context.Context, h *host.Host, args []string) er
 	d := h.Engine.Check(req)
 	declined := ""
 	if d.Verdict == policy.Ask {
-		tty, err := openTTY()
+		approver, done, err := runApprover()
 		if err != nil {
 			declined = "it needs a person's approval, and there is no terminal to ask on"
 		} else {
-			defer tty.Close()
-			a, err := (&promptApprover{in: tty, out: tty, quiet: true}).Approve(ctx, tool.ApprovalRequest{Tool: "run", Request: req, Decision: d})
+			defer done()
+			a, err := approver.Approve(ctx, tool.ApprovalRequest{Tool: "run", Request: req, Decision: d})
 			switch {
 			case err != nil:
 				declined = "approval could not be obtained: " + err.Error()
@@ -229,6 +229,16 @@ func (o *runOptions) decide(ctx context.Context, h *host.Host, args []string) er
 		return nil
 	}
 	return &exitError{code: ExitRefused, msg: refusalText(req, d, declined)}
+}
+
+// runApprover returns who answers run's "ask" decisions: the person at
+// the terminal (run prints the rule to paste itself). Tests replace it.
+var runApprover = func() (tool.Approver, func(), error) {
+	tty, err := openTTY()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &promptApprover{in: tty, out: tty, quiet: true}, func() { tty.Close() }, nil
 }
 
 // refusalText tells a person why run refused a command and how to run it.
