@@ -155,6 +155,14 @@ func TestRunAppliesSandboxProfile(t *testing.T) {
 	if code != 0 || stdout != "wrote\nrefused\n" {
 		t.Errorf("default profile: %d %q %q", code, stdout, stderr)
 	}
+	// The configuration's tools.cgroup applies too, named as such.
+	badCgroup := writeConfig(t, "[tools]\ncgroup = \"/tmp\"\n")
+	if code, _, stderr := runCLI(t, "run", "--config", badCgroup, "true"); code != ExitFailed || !strings.Contains(stderr, "tools.cgroup in the configuration") {
+		t.Errorf("tools.cgroup: %d %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "run", "--config", badCgroup, "--cgroup", "off", "true"); code != 0 {
+		t.Errorf("--cgroup off over tools.cgroup: %d %q", code, stderr)
+	}
 	// The configuration's [env] reaches the command, as it reaches a tool call.
 	withEnv := writeConfig(t, "[env]\nset = { GREETING = \"hi\" }\n")
 	if code, stdout, _ := runCLI(t, "run", "--config", withEnv, "echo $GREETING"); code != 0 || stdout != "hi\n" {
@@ -424,5 +432,17 @@ func TestNoDesignNumbers(t *testing.T) {
 	}
 	if m := seed.FindString(stdout); m != "" {
 		t.Errorf("the tool descriptions say %q", m)
+	}
+}
+
+// TestCallAskPrintsRule: a call the policy asks about, with no one to
+// ask, is refused with the configuration rule that would allow it.
+func TestCallAskPrintsRule(t *testing.T) {
+	noTTY(t)
+	callEnv(t)
+	code, stdout, _ := runCLI(t, "call", "bash", `{"command": "$TOOL --version"}`)
+	if code != ExitToolError || !strings.Contains(stdout, "no one can be asked here") ||
+		!strings.Contains(stdout, "[[rules]]\nid = \"allow-dynamic-command\"\naction = \"allow\"\nbuiltin = \"dynamic-command\"\n") {
+		t.Errorf("%d %q", code, stdout)
 	}
 }

@@ -58,10 +58,14 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentexec",
 		Short: "Run commands for AI agents without hangs, leaks, floods or wreckage",
-		Long: `agentexec runs commands on behalf of AI agents: every command gets its own
+		Long: `agentexec runs commands on behalf of AI agents: every command passes the
+policy (built-in guardrails, your rules) and runs in the sandbox, gets its own
 session, ends together with everything it started (on exit, timeout or
 cancel), sees only the environment it is given, and has its output captured
-in bounded memory.`,
+in bounded memory.
+
+Start with: agentexec run 'echo hello' (a command as an agent's call runs it),
+agentexec tools, agentexec call, agentexec mcp, agentexec config show.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}

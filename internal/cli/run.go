@@ -93,7 +93,7 @@ cannot be run; 127 when it is not found; 125 when agentexec itself failed.`,
 	o.setup.addPolicyFlags(f)
 	f.StringVar(&o.policy, "policy", "on", "on: the configuration's policy decides before the command runs; off: run it without the policy")
 	f.StringVar(&o.setup.sandbox, "sandbox", "", "sandbox profile: "+strings.Join(sandbox.Profiles, ", ")+" (default from the configuration: workspace-write; the workspace is --cwd, or the current directory)")
-	f.StringVar(&o.setup.cwd, "cwd", "", "working directory (default: the current one)")
+	f.StringVar(&o.setup.cwd, "cwd", "", "working directory, and the sandbox's workspace (default: the configuration's workspace, or the current directory)")
 	f.BoolVar(&o.argv, "argv", false, "run the arguments as PROGRAM ARGS... without a shell")
 	f.BoolVar(&o.json, "json", false, "print the structured result as one JSON object instead of streaming")
 	f.StringVar(&o.shell, "shell", "", "shell for COMMAND (default bash, or sh where bash is missing)")
@@ -104,7 +104,7 @@ cannot be run; 127 when it is not found; 125 when agentexec itself failed.`,
 	f.Var(sizeFlag{&o.maxOutput}, "max-output", "output kept per stream for --json, e.g. 64KiB or 1MiB")
 	f.Var(strategyFlag{&o.strategy}, "truncate", "which part of long output --json keeps: head, tail or middle")
 	f.BoolVar(&o.keepLeftovers, "keep-leftovers", false, "leave running what the command started in the background")
-	f.StringVar(&o.cgroup, "cgroup", "auto", "hold the command's process tree in a cgroup v2: auto (where this process may create one), off, or a cgroup v2 directory")
+	f.StringVar(&o.cgroup, "cgroup", "auto", "hold the command's process tree in a cgroup v2: auto (where this process may create one), off, or a cgroup v2 directory (default from the configuration's tools.cgroup)")
 	f.StringVar(&o.stdinFile, "stdin-file", "", "give the command this file's bytes on stdin ('-': agentexec's own stdin); default /dev/null")
 	return cmd
 }
@@ -175,6 +175,9 @@ func (o *runOptions) host(cmd *cobra.Command) (*host.Host, error) {
 	cfg, err := o.setup.load(cmd)
 	if err != nil {
 		return nil, err
+	}
+	if !cmd.Flags().Changed("cgroup") {
+		o.cgroup = cfg.Tools.Cgroup
 	}
 	cfg.Tools.Enabled, cfg.Tools.JobTools, cfg.Tools.Cgroup, cfg.Audit.Path = nil, false, "off", "off"
 	h, err := host.New(cfg, host.Options{})
@@ -285,7 +288,11 @@ func (o *runOptions) run(cmd *cobra.Command, args []string, stdin io.Reader, std
 	}
 	pool, err := host.OpenCgroups(o.cgroup)
 	if err != nil {
-		return &exitError{code: ExitFailed, msg: "--cgroup: " + strings.TrimPrefix(err.Error(), "host: ")}
+		from := "--cgroup"
+		if !cmd.Flags().Changed("cgroup") {
+			from = "tools.cgroup in the configuration (--cgroup overrides it)"
+		}
+		return &exitError{code: ExitFailed, msg: from + ": " + strings.TrimPrefix(err.Error(), "host: ")}
 	}
 	if pool != nil {
 		runner.UseCgroups(pool)
