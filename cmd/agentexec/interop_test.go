@@ -54,10 +54,7 @@ func TestTypeScriptClient(t *testing.T) {
 	} else if _, err := os.Stat(filepath.Join(sdk, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
 		t.Fatalf("AGENTEXEC_TS_SDK_DIR=%s holds no @modelcontextprotocol/sdk (%v); install it with npm install --prefix %s @modelcontextprotocol/sdk@1", sdk, err, sdk)
 	}
-	bin := filepath.Join(t.TempDir(), "agentexec")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := filepath.Join(buildAgentexec(t), "agentexec")
 	work := t.TempDir()
 	out, err := exec.CommandContext(ctx, node, "testdata/interop.mjs", sdk, bin, work).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "interop ok") {
