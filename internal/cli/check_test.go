@@ -96,6 +96,7 @@ func TestHookClaudeCode(t *testing.T) {
 	}{
 		{input("Bash", "git push --force"), "deny", "permission denied: git push --force is not allowed", nil},
 		{input("Bash", "eval \"$X\""), "ask", "agentexec (nested-script)", nil},
+		{input("Bash", "$X y"), "ask", "agentexec (dynamic-command): the program $X is only known at run time. To allow it without asking, add to the agentexec configuration:\n[[rules]]\nid = \"allow-dynamic-command\"", nil},
 		{input("Bash", "ls"), "", "", nil},
 		{input("Bash", "ls"), "allow", "agentexec: no rule objects", []string{"--allow"}},
 		{input("Write", "rm -rf /"), "", "", nil},

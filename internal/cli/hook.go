@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/agentexec/agentexec/policy"
+	"github.com/agentexec/agentexec/tool"
 	"github.com/spf13/cobra"
 )
 
@@ -88,7 +89,8 @@ In .claude/settings.json:
 			if err != nil {
 				return &exitError{code: ExitHookDeny, msg: "hook claude-code: denied, because the policy cannot be built: " + err.Error()}
 			}
-			d := eng.Check(policy.Request{Tool: "bash", Command: in.ToolInput.Command, Shell: "bash", Cwd: in.Cwd, Conversation: in.SessionID})
+			req := policy.Request{Tool: "bash", Command: in.ToolInput.Command, Shell: "bash", Cwd: in.Cwd, Conversation: in.SessionID}
+			d := eng.Check(req)
 			var out claudeHookOutput
 			out.HookSpecificOutput.HookEventName = "PreToolUse"
 			switch d.Verdict {
@@ -98,6 +100,9 @@ In .claude/settings.json:
 			case policy.Ask:
 				out.HookSpecificOutput.PermissionDecision = "ask"
 				out.HookSpecificOutput.PermissionDecisionReason = fmt.Sprintf("agentexec (%s): %s", d.Rule, d.Reason)
+				if rule := tool.AllowRule(req, d); rule != "" {
+					out.HookSpecificOutput.PermissionDecisionReason += ". To allow it without asking, add to the agentexec configuration:\n" + rule
+				}
 			default:
 				if !allow {
 					return nil
