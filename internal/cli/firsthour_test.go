@@ -285,7 +285,7 @@ func TestExecGrantSaysHow(t *testing.T) {
 func TestDetachedCallRecordsSandbox(t *testing.T) {
 	dir := callEnv(t)
 	log := filepath.Join(dir, "audit.jsonl")
-	cfg := writeConfig(t, "[tools]\ndetach_after = \"300ms\"\n[sandbox]\nprofile = \"workspace-write\"\n")
+	cfg := writeConfig(t, "[tools]\ndetach_after = \"1s\"\n[sandbox]\nprofile = \"workspace-write\"\n")
 	type result struct {
 		Run struct {
 			Sandbox string `json:"sandbox"`
@@ -298,7 +298,7 @@ func TestDetachedCallRecordsSandbox(t *testing.T) {
 		job                    bool
 	}{
 		{"ends before", "echo quick", "exited", false},
-		{"detaches", "sleep 1.5; echo slow", "detached", true},
+		{"detaches", "sleep 3; echo slow", "detached", true},
 	} {
 		code, stdout, stderr := runCLI(t, "call", "--config", cfg, "--audit-log", log, "--json", "bash", `{"command": "`+c.command+`"}`)
 		var r result
