@@ -8,11 +8,13 @@ package config
 
 import (
 	_ "embed"
+	"encoding"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -72,8 +74,8 @@ type Tools struct {
 	ShellExec   ShellExec         `toml:"shell_exec"`
 }
 
-// ShellExec is [tools.shell_exec]: seed 004's CommandPolicy and default
-// timeout.
+// ShellExec is [tools.shell_exec]: the shell.exec tool's executable
+// policy and default timeout.
 type ShellExec struct {
 	AllowExecutables          []string `toml:"allow_executables"`
 	DenyExecutables           []string `toml:"deny_executables"`
@@ -90,7 +92,8 @@ type Sandbox struct {
 	ReadWrite  []string `toml:"read_write"`
 }
 
-// Grants is [grants]: seed 003's tool and fs grants for the agent.
+// Grants is [grants]: the agent's tool and fs grants (the Exec tool needs
+// "Exec" in tools, and fs grants covering its program and cwd).
 type Grants struct {
 	Tools []string `toml:"tools"`
 	FS    []string `toml:"fs"`
@@ -296,6 +299,9 @@ func Parse(file, text string) (*Config, error) {
 		for _, k := range md.Keys() {
 			c.sources[keyName(k)] = fmt.Sprintf("%s:%d", file, lineOf(text, k))
 		}
+		for i := range c.Rules {
+			c.sources[fmt.Sprintf("rules[%d]", i)] = fmt.Sprintf("%s:%d", file, lineOfRule(text, i, ""))
+		}
 	}
 	if err := c.validate(text); err != nil {
 		return nil, err
@@ -308,12 +314,85 @@ func keyName(k toml.Key) string {
 	return strings.Join(k, ".")
 }
 
-// Source says where the value of key came from: "file:line" or "default".
+// Source says where the value of key came from: "file:line", what
+// SetSource recorded ("flag --sandbox", "env $NAME"), or "default". A
+// [[rules]] entry's key is "rules[i]".
 func (c *Config) Source(key string) string {
 	if s, ok := c.sources[key]; ok {
 		return s
 	}
 	return "default"
+}
+
+// SetSource records that the value of key (a dotted key, as Entries
+// names them) now comes from src, such as "flag --sandbox" or
+// "env $AGENTEXEC_SANDBOX". Callers that change a field after Load (flags,
+// environment variables) call it so that `agentexec config show` and
+// error messages name the right origin.
+func (c *Config) SetSource(key, src string) {
+	if c.sources == nil {
+		c.sources = map[string]string{}
+	}
+	c.sources[key] = src
+}
+
+// Entry is one configuration key and its effective value.
+type Entry struct {
+	// Key is the dotted key: "profile", "tools.shell_exec.allow_executables".
+	Key string
+	// Table is the table the key is written in ("" for the top level).
+	Table string
+	// Value is the field's value: a string, bool, int, []string,
+	// map[string]string, Duration or Size.
+	Value any
+}
+
+// Entries returns every key of the configuration except the [[rules]]
+// entries, with its value, in the order a TOML file writes them (a
+// table's own keys before its sub-tables). It walks the Config struct by
+// its toml tags, so a key added to the struct is listed without further
+// work.
+func (c *Config) Entries() []Entry {
+	var out []Entry
+	var walk func(table string, v reflect.Value)
+	walk = func(table string, v reflect.Value) {
+		t := v.Type()
+		var subs []int
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+			if !f.IsExported() || name == "" || name == "-" || (table == "" && name == "rules") {
+				continue
+			}
+			if isTable(f.Type) {
+				subs = append(subs, i)
+				continue
+			}
+			key := name
+			if table != "" {
+				key = table + "." + name
+			}
+			out = append(out, Entry{Key: key, Table: table, Value: v.Field(i).Interface()})
+		}
+		for _, i := range subs {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
+			if table != "" {
+				name = table + "." + name
+			}
+			walk(name, v.Field(i))
+		}
+	}
+	walk("", reflect.ValueOf(c).Elem())
+	return out
+}
+
+// isTable reports whether a field of type t is written as a TOML table:
+// a struct that does not read itself from text.
+func isTable(t reflect.Type) bool {
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	return !reflect.PointerTo(t).Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
 }
 
 // known lists the keys of each table, for "unknown key" errors.

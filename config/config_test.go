@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,4 +157,121 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted, then invalid: %v", err)
 		}
 	})
+}
+
+// leafKeys lists every key of the Config struct by its toml tags, walked
+// independently of Entries: tables recurse, [[rules]] is its own form.
+func leafKeys(t reflect.Type, table string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if name == "" || name == "-" || (table == "" && name == "rules") {
+			continue
+		}
+		key := name
+		if table != "" {
+			key = table + "." + name
+		}
+		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[Duration]() && f.Type != reflect.TypeFor[Size]() {
+			out = append(out, leafKeys(f.Type, key)...)
+			continue
+		}
+		out = append(out, key)
+	}
+	return out
+}
+
+// TestEveryKeyIsListed fails when a key is added to the configuration but
+// not to Entries (what `config show` prints), to the list of accepted
+// keys in "unknown key" errors, or to the commented starter file.
+func TestEveryKeyIsListed(t *testing.T) {
+	c, err := Parse("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := map[string]bool{}
+	for _, e := range c.Entries() {
+		entries[e.Key] = true
+	}
+	keys := leafKeys(reflect.TypeFor[Config](), "")
+	if len(keys) < 28 {
+		t.Fatalf("found only %d keys: %v", len(keys), keys)
+	}
+	starter := scan(Default())
+	for _, k := range keys {
+		if !entries[k] {
+			t.Errorf("%s is not in Entries (config show would leave it out)", k)
+		}
+		table, name := "", k
+		if i := strings.LastIndexByte(k, '.'); i >= 0 {
+			table, name = k[:i], k[i+1:]
+		}
+		if !slices.Contains(known[table], name) {
+			t.Errorf("%s is not in known[%q] (unknown-key errors would not offer it)", k, table)
+		}
+		found := false
+		for _, l := range starter {
+			found = found || (l.table == table && l.key == name)
+		}
+		if !found {
+			t.Errorf("%s is not in default.toml (the starter configuration)", k)
+		}
+	}
+	if len(entries) != len(keys) {
+		t.Errorf("Entries has %d keys, the struct %d", len(entries), len(keys))
+	}
+	// A table's own keys come before its sub-tables, as TOML needs.
+	seen := map[string]bool{}
+	last := ""
+	for _, e := range c.Entries() {
+		if e.Table != last {
+			if seen[e.Table] {
+				t.Errorf("table [%s] is split", e.Table)
+			}
+			seen[e.Table], last = true, e.Table
+		}
+	}
+}
+
+// TestSources: each key says where its value came from, rules by entry.
+func TestSources(t *testing.T) {
+	text := "[sandbox]\nprofile = \"strict\"\n\n[jobs]\nmax_live = 2\n\n[[rules]]\nid = \"a\"\naction = \"deny\"\nprefix = \"x\"\n\n[[rules]]\nid = \"b\"\naction = \"deny\"\nprefix = \"y\"\n"
+	c, err := Parse("f.toml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetSource("tools.enabled", "flag --tools")
+	for key, want := range map[string]string{"sandbox.profile": "f.toml:2", "jobs.max_live": "f.toml:5", "jobs.max_output": "default",
+		"rules[0]": "f.toml:7", "rules[1]": "f.toml:12", "tools.enabled": "flag --tools"} {
+		if got := c.Source(key); got != want {
+			t.Errorf("Source(%s) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// TestStarterComments: in the starter configuration, each table's comment
+// sits right above its own header.
+func TestStarterComments(t *testing.T) {
+	lines := strings.Split(Default(), "\n")
+	above := func(header string) string {
+		i := slices.Index(lines, header)
+		if i < 0 {
+			t.Fatalf("no %s in default.toml", header)
+		}
+		var c []string
+		for j := i - 1; j >= 0 && strings.HasPrefix(lines[j], "#"); j-- {
+			c = append(c, lines[j])
+		}
+		return strings.Join(c, "\n")
+	}
+	if c := above("[grants]"); !strings.Contains(c, "grants") || !strings.Contains(c, "--grant-tool") {
+		t.Errorf("[grants] comment: %q", c)
+	}
+	if c := above("[sandbox]"); strings.Contains(strings.ToLower(c), "grant") {
+		t.Errorf("[sandbox] is preceded by another table's comment: %q", c)
+	}
+	if c := above("[tools.shell_exec]"); !strings.Contains(c, "shell.exec") {
+		t.Errorf("[tools.shell_exec] comment: %q", c)
+	}
 }

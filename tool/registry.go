@@ -209,8 +209,12 @@ func (r *Registry) Dispatch(ctx context.Context, call *Call, name string, input 
 // answer comes later.
 func (r *Registry) ask(ctx context.Context, call *Call, toolName string, req policy.Request, d policy.Decision) (bool, string, error) {
 	if call.Approver == nil {
-		return false, fmt.Sprintf("permission denied: this call needs a person's approval (%s), and no one can be asked here. "+
-			"To allow it without asking, add a rule that allows it to the agentexec configuration.", d.Reason), nil
+		msg := fmt.Sprintf("permission denied: this call needs a person's approval (%s), and no one can be asked here. "+
+			"To allow it without asking, add a rule that allows it to the agentexec configuration.", d.Reason)
+		if rule := AllowRule(req, d); rule != "" {
+			msg = strings.TrimSuffix(msg, ".") + ", such as:\n\n" + rule
+		}
+		return false, msg, nil
 	}
 	a, err := call.Approver.Approve(ctx, ApprovalRequest{Tool: toolName, Request: req, Decision: d})
 	switch {

@@ -103,6 +103,9 @@ type RunInfo struct {
 	// Sandbox names the sandbox profile the command ran under, and the
 	// layers skipped under best effort.
 	Sandbox string `json:"sandbox,omitempty"`
+	// JobID is the background job the command runs as (a background call,
+	// or a foreground call that detached); empty otherwise.
+	JobID string `json:"job_id,omitempty"`
 }
 
 // Errorf returns an error result of kind k with a formatted text.

@@ -12,9 +12,12 @@ import (
 
 // promptApprover asks a person on a terminal: the command, the rule and
 // the reason, then yes once, no, or always for this rule in this session.
+// After a "no" it prints the configuration rule that would allow the
+// command, unless quiet (the caller prints it).
 type promptApprover struct {
-	in  io.Reader
-	out io.Writer
+	in    io.Reader
+	out   io.Writer
+	quiet bool
 }
 
 // Approve shows the request and reads the answer.
@@ -24,7 +27,11 @@ func (p *promptApprover) Approve(ctx context.Context, req tool.ApprovalRequest) 
 	if what == "" {
 		what = strings.Join(append([]string{r.Executable}, r.Args...), " ")
 	}
-	fmt.Fprintf(p.out, "\nagentexec: the %s tool wants to run:\n    %s\n", req.Tool, what)
+	who := "the " + req.Tool + " tool wants"
+	if req.Tool == "run" {
+		who = "you asked"
+	}
+	fmt.Fprintf(p.out, "\nagentexec: %s to run:\n    %s\n", who, what)
 	if r.Cwd != "" {
 		fmt.Fprintf(p.out, "  in %s\n", r.Cwd)
 	}
@@ -51,6 +58,9 @@ func (p *promptApprover) Approve(ctx context.Context, req tool.ApprovalRequest) 
 			return tool.Approval{Approved: true}, nil
 		case "a", "always":
 			return tool.Approval{Approved: true, Remember: true}, nil
+		}
+		if rule := tool.AllowRule(r, req.Decision); rule != "" && !p.quiet {
+			fmt.Fprintf(p.out, "Not run. To allow it without asking, add to the configuration:\n\n%s\n", rule)
 		}
 		return tool.Approval{Reason: "declined at the terminal"}, nil
 	}

@@ -38,9 +38,12 @@ asks on the terminal; with no terminal the call is refused with a message
 saying how to allow it. Every call is recorded in the audit log (JSON lines;
 environment variable names only, never their values).
 
+A background job's id (for agentexec jobs) is printed on stderr, and is
+"job_id" in the --json result's "run".
+
 Exit status: 0 for a result the model would read as success, 1 for an error
 result (invalid input, refused, failed command), 125 when agentexec itself
-failed.`,
+failed or was used wrongly (a bad flag, no such tool, no input).`,
 		Example: `  agentexec call bash '{"command": "make test", "mode": "slow"}'
   agentexec call --tools exec exec '{"command": "ls -la"}'
   echo '{"executable": "git", "argv": ["status"]}' | agentexec call --tools shell.exec shell.exec
@@ -79,9 +82,14 @@ func (o *callOptions) run(cmd *cobra.Command, args []string, stdin io.Reader, st
 			return &exitError{code: ExitFailed, msg: "reading the input from stdin: " + err.Error()}
 		}
 	}
-	if _, ok := h.Registry.Lookup(args[0]); !ok && slices.Contains(config.Contracts, args[0]) {
-		return &exitError{code: ExitToolError, msg: fmt.Sprintf("the %s contract is not enabled; enable it with --tools %s or tools.enabled in the configuration (enabled: %s)",
-			args[0], args[0], strings.Join(h.Registry.Names(), ", "))}
+	if _, ok := h.Registry.Lookup(args[0]); !ok {
+		// A usage mistake, not a result the model would see.
+		if slices.Contains(config.Contracts, args[0]) {
+			return &exitError{code: ExitFailed, msg: fmt.Sprintf("call: the %s tool is not enabled; enable it with --tools %s or tools.enabled in the configuration (enabled: %s)",
+				args[0], args[0], strings.Join(h.Registry.Names(), ", "))}
+		}
+		return &exitError{code: ExitFailed, msg: fmt.Sprintf("call: no tool is registered as %q; the registered tools are %s (agentexec tools lists them)",
+			args[0], strings.Join(h.Registry.Names(), ", "))}
 	}
 	h.Jobs.OneShot = true // background jobs outlive this call, watched by their supervisors
 	call := h.Call(o.conversation)
@@ -104,6 +112,10 @@ func (o *callOptions) run(cmd *cobra.Command, args []string, stdin io.Reader, st
 		if res.Text != "" && !strings.HasSuffix(res.Text, "\n") {
 			fmt.Fprintln(stdout)
 		}
+	}
+	if res.Run != nil && res.Run.JobID != "" && !o.json {
+		fmt.Fprintf(stderr, "agentexec: running as job %s (pid %d); follow it with `agentexec jobs logs %s -f`, stop it with `agentexec jobs kill %s`\n",
+			res.Run.JobID, res.Run.Pid, res.Run.JobID, res.Run.JobID)
 	}
 	// Jobs detached from this call belong to this process: it stays until
 	// they end (or are stopped with agentexec jobs kill).

@@ -96,6 +96,7 @@ func TestHookClaudeCode(t *testing.T) {
 	}{
 		{input("Bash", "git push --force"), "deny", "permission denied: git push --force is not allowed", nil},
 		{input("Bash", "eval \"$X\""), "ask", "agentexec (nested-script)", nil},
+		{input("Bash", "$X y"), "ask", "agentexec (dynamic-command): the program $X is only known at run time. To allow it without asking, add to the agentexec configuration:\n[[rules]]\nid = \"allow-dynamic-command\"", nil},
 		{input("Bash", "ls"), "", "", nil},
 		{input("Bash", "ls"), "allow", "agentexec: no rule objects", []string{"--allow"}},
 		{input("Write", "rm -rf /"), "", "", nil},
@@ -118,8 +119,32 @@ func TestHookClaudeCode(t *testing.T) {
 			t.Errorf("%s: %q", c.stdin, stdout)
 		}
 	}
-	if code, _, _ := runCLIStdin(t, "not json", "hook", "claude-code"); code != 1 {
-		t.Errorf("bad input: exit %d, want 1 (non-blocking)", code)
+}
+
+// TestHookClaudeCodeFailsClosed: input the hook cannot judge blocks the
+// call (exit 2, the reason on stderr), never lets it through.
+func TestHookClaudeCodeFailsClosed(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(bad, []byte("profile = \"paranoid\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, stdin string
+		args        []string
+		reason      string
+	}{
+		{"not json", "not json", nil, "not Claude Code's PreToolUse hook JSON"},
+		{"empty", "", nil, "not Claude Code's PreToolUse hook JSON"},
+		{"truncated", `{"tool_name": "Bash", "tool_input": {"command": "rm -rf /"`, nil, "not Claude Code's PreToolUse hook JSON"},
+		{"command not a string", `{"tool_name": "Bash", "tool_input": {"command": ["rm", "-rf", "/"]}}`, nil, "not Claude Code's PreToolUse hook JSON"},
+		{"no command", `{"tool_name": "Bash", "tool_input": {}}`, nil, "has no command"},
+		{"broken configuration", `{"tool_name": "Bash", "tool_input": {"command": "ls"}}`, []string{"--config", bad}, "configuration cannot be used: config: " + bad + ":1: profile"},
+	}
+	for _, c := range cases {
+		code, stdout, stderr := runCLIStdin(t, c.stdin, append([]string{"hook", "claude-code"}, c.args...)...)
+		if code != ExitHookDeny || stdout != "" || !strings.Contains(stderr, "denied") || !strings.Contains(stderr, c.reason) {
+			t.Errorf("%s: exit %d %q %q; want 2 and stderr with %q", c.name, code, stdout, stderr, c.reason)
+		}
 	}
 }
 
@@ -158,6 +183,10 @@ func TestPromptApprover(t *testing.T) {
 		}
 		if !strings.Contains(out.String(), "docker run x") || !strings.Contains(out.String(), "rule ask-docker: docker asks") {
 			t.Errorf("prompt %q", out.String())
+		}
+		// A refusal shows what to change in the configuration.
+		if hint := strings.Contains(out.String(), `the configured rule "ask-docker" decides this`); hint != !want.Approved {
+			t.Errorf("%q: rule hint %v in %q", answer, hint, out.String())
 		}
 	}
 	// Always: the second ask for the same rule is not put to the person.
@@ -218,7 +247,7 @@ func TestSandboxFlags(t *testing.T) {
 		t.Errorf("run --sandbox: %d %q %q", code, stdout, stderr)
 	}
 	code, _, stderr = runCLIStdin(t, "", "run", "--sandbox", "nope", "true")
-	if code != ExitFailed || !strings.Contains(stderr, `unknown profile "nope"`) {
+	if code != ExitFailed || !strings.Contains(stderr, `--sandbox: "nope" is not a sandbox profile`) {
 		t.Errorf("bad profile: %d %q", code, stderr)
 	}
 	callEnv(t)
@@ -230,4 +259,37 @@ func TestSandboxFlags(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "landlock") || !strings.Contains(stdout, "profile strict") {
 		t.Errorf("status: %d %q", code, stdout)
 	}
+}
+
+// FuzzHookInput: whatever Claude Code (or anything else) writes to the
+// hook, it answers with a decision or silence (exit 0) or denies (exit
+// 2); it never exits with a status Claude Code reads as "let it through"
+// after an error.
+func FuzzHookInput(f *testing.F) {
+	for _, s := range []string{
+		`{"tool_name": "Bash", "tool_input": {"command": "git push -f"}}`,
+		`{"tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": "/tmp"}`,
+		`{"tool_name": "Write", "tool_input": {"command": 1}}`,
+		`{"tool_name": "Bash"}`, `null`, `[]`, `{`, "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		code, stdout, stderr := runCLIStdin(t, input, "hook", "claude-code")
+		switch code {
+		case 0:
+			if stdout != "" {
+				var o claudeHookOutput
+				if err := json.Unmarshal([]byte(stdout), &o); err != nil || o.HookSpecificOutput.PermissionDecision == "" {
+					t.Fatalf("exit 0 with %q", stdout)
+				}
+			}
+		case ExitHookDeny:
+			if stdout != "" || !strings.Contains(stderr, "denied") {
+				t.Fatalf("exit 2 with %q %q", stdout, stderr)
+			}
+		default:
+			t.Fatalf("exit %d for %q: %q", code, input, stderr)
+		}
+	})
 }

@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/agentexec/agentexec/config"
+	"github.com/agentexec/agentexec/host"
+	"github.com/agentexec/agentexec/jobs"
 	"github.com/spf13/cobra"
 )
 
@@ -19,17 +22,31 @@ func newConfigCmd(stdout io.Writer) *cobra.Command {
 	show := &cobra.Command{
 		Use:   "show",
 		Short: "Print the effective configuration and where each value came from",
-		Args:  cobra.NoArgs,
+		Long: `Print every key of the effective configuration as TOML, each followed by
+where its value came from: the embedded default, file:line, or a flag. Give
+the flags you give call, mcp or serve to see what they would use.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := o.load(cmd)
 			if err != nil {
 				return err
 			}
-			printConfig(stdout, cfg)
+			named := ""
+			switch {
+			case cmd.Flags().Changed("config"):
+				named = "--config"
+			case os.Getenv("AGENTEXEC_CONFIG") != "":
+				named = "$AGENTEXEC_CONFIG"
+			}
+			printConfig(stdout, cfg, named)
 			return nil
 		},
 	}
+	// The flags of call, mcp and serve, so that `config show` with the
+	// same flags prints what they would use.
 	o.addPolicyFlags(show.Flags())
+	o.addToolFlags(show.Flags())
+	o.addCallFlags(show.Flags())
 	var force bool
 	initCmd := &cobra.Command{
 		Use:   "init [FILE]",
@@ -64,43 +81,35 @@ func newConfigCmd(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-// printConfig writes the configuration as TOML with each value's source.
-func printConfig(w io.Writer, c *config.Config) {
+// printConfig writes the effective configuration as TOML, every key
+// (config.Entries) with where its value came from.
+func printConfig(w io.Writer, c *config.Config, named string) {
 	file := c.File
 	if file == "" {
 		file = "(none: the embedded default)"
+	} else if named != "" {
+		file += " (named by " + named + ")"
 	}
 	fmt.Fprintf(w, "# configuration file: %s\n", file)
-	line := func(key string, v any) {
-		name := key[strings.LastIndexByte(key, '.')+1:]
-		fmt.Fprintf(w, "%-30s # %s\n", name+" = "+tomlValue(v), c.Source(key))
+	fmt.Fprintf(w, "# each value is followed by where it came from: default, file:line or flag\n")
+	fmt.Fprintf(w, "# (and, for empty paths, what they mean here and which environment variable decided)\n")
+	table := ""
+	for _, e := range c.Entries() {
+		if e.Table != table {
+			table = e.Table
+			fmt.Fprintf(w, "\n[%s]\n", table)
+		}
+		name := e.Key[strings.LastIndexByte(e.Key, '.')+1:]
+		src := c.Source(e.Key)
+		if v, ok := e.Value.(string); ok && v == "" {
+			if eff := effective[e.Key]; eff != nil {
+				src += "; " + eff()
+			}
+		}
+		fmt.Fprintf(w, "%-40s # %s\n", name+" = "+tomlValue(e.Value), src)
 	}
-	line("workspace", c.Workspace)
-	line("profile", c.Profile)
-	fmt.Fprintln(w, "\n[env]")
-	line("env.pass", c.Env.Pass)
-	line("env.set", c.Env.Set)
-	fmt.Fprintln(w, "\n[tools]")
-	line("tools.enabled", c.Tools.Enabled)
-	line("tools.names", c.Tools.Names)
-	line("tools.grace", time.Duration(c.Tools.Grace).String())
-	fmt.Fprintln(w, "\n[tools.shell_exec]")
-	line("tools.shell_exec.allow_executables", c.Tools.ShellExec.AllowExecutables)
-	line("tools.shell_exec.deny_executables", c.Tools.ShellExec.DenyExecutables)
-	line("tools.shell_exec.require_approval_for_unknown", c.Tools.ShellExec.RequireApprovalForUnknown)
-	line("tools.shell_exec.default_timeout", time.Duration(c.Tools.ShellExec.DefaultTimeout).String())
-	fmt.Fprintln(w, "\n[grants]")
-	line("grants.tools", c.Grants.Tools)
-	line("grants.fs", c.Grants.FS)
-	fmt.Fprintln(w, "\n[audit]")
-	line("audit.path", c.Audit.Path)
-	line("audit.max_size", int64(c.Audit.MaxSize))
-	line("audit.keep", c.Audit.Keep)
-	line("audit.fail_closed", c.Audit.FailClosed)
-	fmt.Fprintln(w, "\n[jobs]")
-	line("jobs.state_dir", c.Jobs.StateDir)
-	for _, r := range c.Rules {
-		fmt.Fprintf(w, "\n[[rules]]  # %s\n", c.Source("rules"))
+	for i, r := range c.Rules {
+		fmt.Fprintf(w, "\n[[rules]]  # %s\n", c.Source(fmt.Sprintf("rules[%d]", i)))
 		b, _ := json.Marshal(r)
 		var m map[string]any
 		json.Unmarshal(b, &m)
@@ -115,6 +124,29 @@ func printConfig(w io.Writer, c *config.Config) {
 			}
 		}
 	}
+}
+
+// effective says what an empty value of some keys means here, and which
+// environment variable decided it.
+var effective = map[string]func() string{
+	"workspace": func() string {
+		wd, _ := os.Getwd()
+		return "empty: the current directory, " + wd
+	},
+	"audit.path": func() string {
+		from := "$HOME"
+		if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+			from = "env $XDG_STATE_HOME"
+		}
+		return "empty: " + host.DefaultAuditPath() + " (from " + from + ")"
+	},
+	"jobs.state_dir": func() string {
+		from := "$XDG_RUNTIME_DIR unset"
+		if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+			from = "env $XDG_RUNTIME_DIR"
+		}
+		return "empty: " + jobs.DefaultStateDir() + " (from " + from + ")"
+	},
 }
 
 // tomlValue writes a value as TOML: strings quoted, arrays and inline
@@ -139,6 +171,10 @@ func tomlValue(v any) string {
 		if x == nil {
 			x = []string{}
 		}
+		v = x
+	case encoding.TextMarshaler:
+		b, _ := x.MarshalText()
+		v = string(b)
 	}
 	b, _ := json.Marshal(v)
 	return string(b)

@@ -6,8 +6,14 @@ import (
 	"io"
 
 	"github.com/agentexec/agentexec/policy"
+	"github.com/agentexec/agentexec/tool"
 	"github.com/spf13/cobra"
 )
+
+// ExitHookDeny is the exit status with which `hook claude-code` blocks a
+// tool call it cannot judge (unreadable input, a broken configuration):
+// Claude Code treats exit status 2 as "block, and show stderr to Claude".
+const ExitHookDeny = 2
 
 // claudeHookInput is the part of Claude Code's PreToolUse hook input the
 // hook reads.
@@ -47,32 +53,44 @@ policy allows a command the hook says nothing, so Claude Code's own
 permission settings still apply; --allow answers "allow" instead, which skips
 Claude Code's prompt. Other tools are left alone.
 
+When the hook cannot judge a Bash call (the input is not the hook JSON, the
+command is missing, the configuration is broken) it exits 2 with the reason
+on stderr, which Claude Code reads as "deny": it never lets through what it
+could not check.
+
 In .claude/settings.json:
 
   {"hooks": {"PreToolUse": [{"matcher": "Bash",
     "hooks": [{"type": "command", "command": "agentexec hook claude-code"}]}]}}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Claude Code lets a tool call through on any exit status but
+			// 2, which blocks it and shows stderr to Claude: a hook that
+			// cannot decide denies.
 			var in claudeHookInput
 			if err := json.NewDecoder(io.LimitReader(stdin, 16<<20)).Decode(&in); err != nil {
-				// Exit 1: a non-blocking error for Claude Code.
-				return &exitError{code: 1, msg: "hook claude-code: the input is not Claude Code's hook JSON: " + err.Error()}
+				return &exitError{code: ExitHookDeny, msg: "hook claude-code: denied, because the input is not Claude Code's PreToolUse hook JSON: " + err.Error()}
 			}
-			if in.ToolName != "Bash" || in.ToolInput.Command == "" {
+			if in.ToolName != "Bash" {
 				return nil
+			}
+			if in.ToolInput.Command == "" {
+				return &exitError{code: ExitHookDeny, msg: "hook claude-code: denied, because the Bash tool input has no command (tool_input.command)"}
 			}
 			cfg, err := o.load(cmd)
 			if err != nil {
+				msg := err.Error()
 				if ee, ok := err.(*exitError); ok {
-					ee.code = 1
+					msg = ee.msg
 				}
-				return err
+				return &exitError{code: ExitHookDeny, msg: "hook claude-code: denied, because the agentexec configuration cannot be used: " + msg}
 			}
 			eng, err := cfg.Engine()
 			if err != nil {
-				return &exitError{code: 1, msg: err.Error()}
+				return &exitError{code: ExitHookDeny, msg: "hook claude-code: denied, because the policy cannot be built: " + err.Error()}
 			}
-			d := eng.Check(policy.Request{Tool: "bash", Command: in.ToolInput.Command, Shell: "bash", Cwd: in.Cwd, Conversation: in.SessionID})
+			req := policy.Request{Tool: "bash", Command: in.ToolInput.Command, Shell: "bash", Cwd: in.Cwd, Conversation: in.SessionID}
+			d := eng.Check(req)
 			var out claudeHookOutput
 			out.HookSpecificOutput.HookEventName = "PreToolUse"
 			switch d.Verdict {
@@ -82,6 +100,9 @@ In .claude/settings.json:
 			case policy.Ask:
 				out.HookSpecificOutput.PermissionDecision = "ask"
 				out.HookSpecificOutput.PermissionDecisionReason = fmt.Sprintf("agentexec (%s): %s", d.Rule, d.Reason)
+				if rule := tool.AllowRule(req, d); rule != "" {
+					out.HookSpecificOutput.PermissionDecisionReason += ". To allow it without asking, add to the agentexec configuration:\n" + rule
+				}
 			default:
 				if !allow {
 					return nil

@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
 
 // Exit codes agentexec uses for its own failures, as coreutils timeout does.
 const (
+	ExitRefused      = 123 // the policy refused the command; nothing ran
 	ExitTimedOut     = 124 // the command timed out
 	ExitFailed       = 125 // agentexec itself failed (bad flags, bad input)
 	ExitCannotInvoke = 126 // the program exists but cannot be run
@@ -56,19 +58,25 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentexec",
 		Short: "Run commands for AI agents without hangs, leaks, floods or wreckage",
-		Long: `agentexec runs commands on behalf of AI agents: every command gets its own
+		Long: `agentexec runs commands on behalf of AI agents: every command passes the
+policy (built-in guardrails, your rules) and runs in the sandbox, gets its own
 session, ends together with everything it started (on exit, timeout or
 cancel), sees only the environment it is given, and has its output captured
-in bounded memory.`,
+in bounded memory.
+
+Start with: agentexec run 'echo hello' (a command as an agent's call runs it),
+agentexec tools, agentexec call, agentexec mcp, agentexec config show.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
+	root.Version = versionText(debug.ReadBuildInfo())
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: usageCode(c), msg: err.Error() + " (see '" + c.CommandPath() + " --help')"}
 	})
-	root.AddCommand(newRunCmd(stdout, stderr))
+	root.AddCommand(newRunCmd(stdin, stdout, stderr))
 	root.AddCommand(newToolsCmd(stdout))
 	root.AddCommand(newCallCmd(stdin, stdout, stderr))
 	root.AddCommand(newCheckCmd(stdout))

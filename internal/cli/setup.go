@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,20 +51,40 @@ func (o *setupOptions) addToolFlags(f *pflag.FlagSet) {
 }
 
 func (o *setupOptions) addCallFlags(f *pflag.FlagSet) {
-	f.StringSliceVar(&o.grantTools, "grant-tool", nil, "limit the agent to these tools (seed 003 tool grants); Exec needs one")
-	f.StringArrayVar(&o.grantFS, "grant-fs", nil, "grant MODE:PATH (r, w or rw) to the agent (seed 003 fs grants, repeatable)")
+	f.StringSliceVar(&o.grantTools, "grant-tool", nil, "limit the agent to these tools (config key grants.tools); the Exec tool needs --grant-tool Exec")
+	f.StringArrayVar(&o.grantFS, "grant-fs", nil, "let the agent's Exec calls use MODE:PATH (r, w or rw), e.g. r:/usr (repeatable; config key grants.fs)")
 	f.StringVar(&o.auditLog, "audit-log", "", "audit log file ('off' to disable; default from the configuration)")
 	f.Var(sizeFlag{&o.auditMax}, "audit-max-size", "rotate the audit log past this size (default 10MiB)")
 	f.BoolVar(&o.auditFail, "audit-fail-closed", false, "refuse to run a call that cannot be recorded in the audit log")
 }
 
-// load reads the configuration and applies the flags that were given.
+// flagKeys maps each flag that overrides the configuration to its key.
+var flagKeys = map[string]string{
+	"profile": "profile", "sandbox": "sandbox.profile", "tools": "tools.enabled", "name": "tools.names",
+	"allow-exe": "tools.shell_exec.allow_executables", "deny-exe": "tools.shell_exec.deny_executables",
+	"ask-unknown": "tools.shell_exec.require_approval_for_unknown", "state-dir": "jobs.state_dir", "cwd": "workspace",
+	"grant-tool": "grants.tools", "grant-fs": "grants.fs", "audit-log": "audit.path", "audit-max-size": "audit.max_size",
+	"audit-fail-closed": "audit.fail_closed",
+}
+
+// load reads the configuration and applies the flags that were given,
+// recording them as the source of their keys. A flag's bad value is
+// reported against the flag, never against the file.
 func (o *setupOptions) load(cmd *cobra.Command) (*config.Config, error) {
 	cfg, err := config.Load(config.Options{File: o.configFile})
 	if err != nil {
 		return nil, &exitError{code: ExitFailed, msg: err.Error()}
 	}
-	changed := func(name string) bool { f := cmd.Flags().Lookup(name); return f != nil && f.Changed }
+	changed := func(name string) bool {
+		f := cmd.Flags().Lookup(name)
+		if f == nil || !f.Changed {
+			return false
+		}
+		if key, ok := flagKeys[name]; ok {
+			cfg.SetSource(key, "flag --"+name)
+		}
+		return true
+	}
 	if changed("profile") {
 		switch o.profile {
 		case "open", "guarded", "strict":
@@ -78,15 +99,17 @@ func (o *setupOptions) load(cmd *cobra.Command) (*config.Config, error) {
 	if changed("tools") {
 		cfg.Tools.Enabled = o.tools
 	}
-	for _, n := range o.names {
-		canon, exposed, ok := strings.Cut(n, "=")
-		if !ok || exposed == "" {
-			return nil, &exitError{code: ExitFailed, msg: fmt.Sprintf("--name %q: want CONTRACT=NAME with CONTRACT one of %s", n, strings.Join(config.Contracts, ", "))}
+	if changed("name") {
+		for _, n := range o.names {
+			canon, exposed, ok := strings.Cut(n, "=")
+			if !ok || exposed == "" {
+				return nil, &exitError{code: ExitFailed, msg: fmt.Sprintf("--name %q: want CONTRACT=NAME with CONTRACT one of %s", n, strings.Join(config.Contracts, ", "))}
+			}
+			if cfg.Tools.Names == nil {
+				cfg.Tools.Names = map[string]string{}
+			}
+			cfg.Tools.Names[canon] = exposed
 		}
-		if cfg.Tools.Names == nil {
-			cfg.Tools.Names = map[string]string{}
-		}
-		cfg.Tools.Names[canon] = exposed
 	}
 	if changed("allow-exe") {
 		cfg.Tools.ShellExec.AllowExecutables = o.allowExe
@@ -122,9 +145,16 @@ func (o *setupOptions) load(cmd *cobra.Command) (*config.Config, error) {
 	if changed("audit-fail-closed") {
 		cfg.Audit.FailClosed = o.auditFail
 	}
-	// Flags bypass the file's validation: check the result again.
+	// Flags bypass the file's validation: check the result again, and
+	// blame the flag that set a bad value.
 	if err := cfg.Check(); err != nil {
-		return nil, &exitError{code: ExitFailed, msg: strings.Replace(err.Error(), "config: ", "", 1) + " (from the flags)"}
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			if src := cfg.Source(ce.Key); strings.HasPrefix(src, "flag ") {
+				return nil, &exitError{code: usageCode(cmd), msg: strings.TrimPrefix(src, "flag ") + ": " + ce.Msg}
+			}
+		}
+		return nil, &exitError{code: ExitFailed, msg: err.Error()}
 	}
 	return cfg, nil
 }

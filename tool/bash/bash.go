@@ -310,7 +310,7 @@ func (a *action) detachable(ctx context.Context, call *tool.Call, timeout time.D
 		return &tool.Result{
 			Text: fmt.Sprintf("[command still running after %s; it continues in the background as job %s]\n%s\n\n%s",
 				RustDuration(a.t.DetachAfter), job.ID, FormatOutput(snapshot()), DetachedText(job.ID, job.Pid, job.OutputFile)),
-			Run: &tool.RunInfo{Pid: job.Pid, Outcome: "detached", Background: true},
+			Run: &tool.RunInfo{Pid: job.Pid, Outcome: "detached", Background: true, Sandbox: a.t.Sandbox.Label(), JobID: job.ID},
 		}
 	}
 	res, err := job.Result()
@@ -324,7 +324,9 @@ func (a *action) detachable(ctx context.Context, call *tool.Call, timeout time.D
 	case jobs.Cancelled:
 		res.Outcome = runner.Cancelled
 	}
-	return render(res, snapshot(), timeout)
+	r := render(res, snapshot(), timeout)
+	r.Run.Sandbox = a.t.Sandbox.Label()
+	return r
 }
 
 // DetachedText tells the model how to follow a detached command.
@@ -430,7 +432,7 @@ func (a *action) background(ctx context.Context, call *tool.Call) *tool.Result {
 	}
 	return &tool.Result{
 		Text: BackgroundText(job.Pid, job.OutputFile),
-		Run:  &tool.RunInfo{Pid: job.Pid, Outcome: "started", Background: true},
+		Run:  &tool.RunInfo{Pid: job.Pid, Outcome: "started", Background: true, Sandbox: a.t.Sandbox.Label(), JobID: job.ID},
 	}
 }
 

@@ -248,17 +248,19 @@ func (*Tool) Refuse(d policy.Decision) *tool.Result {
 // Prepare checks the Exec grant, validates the input and checks fs grants.
 func (t *Tool) Prepare(call *tool.Call, raw json.RawMessage) (tool.Action, *tool.Result) {
 	if !call.Grants.HasTool(Name) {
-		return nil, errorResult(tool.KindPermissionDenied, `the agent does not hold the "Exec" tool grant; Exec is only available to agents granted it explicitly`)
+		return nil, errorResult(tool.KindPermissionDenied, `the agent does not hold the "Exec" tool grant; Exec is only available to agents granted it explicitly. `+
+			`The operator grants it with --grant-tool Exec (and --grant-fs r:/usr for the programs it may run), `+
+			`or grants.tools = ["Exec"] and grants.fs = ["r:/usr"] in the agentexec configuration`)
 	}
 	in, verr := Decode(raw)
 	if verr != nil {
 		return nil, errorResult(tool.KindValidation, verr.Error())
 	}
 	if !call.Grants.CoversFS("r", in.Argv[0]) {
-		return nil, errorResult(tool.KindFSDenied, fmt.Sprintf("the agent's fs grants do not allow reading %s (argv[0])", in.Argv[0]))
+		return nil, errorResult(tool.KindFSDenied, fmt.Sprintf("the agent's fs grants do not allow reading %s (argv[0]); the operator grants it with --grant-fs r:PATH or grants.fs in the agentexec configuration", in.Argv[0]))
 	}
 	if in.Cwd != "" && !call.Grants.CoversFS("r", in.Cwd) {
-		return nil, errorResult(tool.KindFSDenied, fmt.Sprintf("the agent's fs grants do not allow reading %s (cwd)", in.Cwd))
+		return nil, errorResult(tool.KindFSDenied, fmt.Sprintf("the agent's fs grants do not allow reading %s (cwd); the operator grants it with --grant-fs r:PATH or grants.fs in the agentexec configuration", in.Cwd))
 	}
 	dir := in.Cwd
 	if dir == "" {

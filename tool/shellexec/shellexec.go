@@ -405,7 +405,7 @@ func (a *action) detachable(ctx context.Context, call *tool.Call, lim capture.Li
 		return &tool.Result{
 			Text: fmt.Sprintf("shell.exec: %s is still running after %d ms; it continues in the background as job %s (pid %d). Output so far:\n%s\n"+
 				"Use job_output, job_wait or job_kill with job_id=%q.", a.in.Executable, a.t.DetachAfter.Milliseconds(), job.ID, job.Pid, b, job.ID),
-			Run: &tool.RunInfo{Pid: job.Pid, Outcome: "detached", Background: true},
+			Run: &tool.RunInfo{Pid: job.Pid, Outcome: "detached", Background: true, Sandbox: a.t.Sandbox.Label(), JobID: job.ID},
 		}
 	}
 	res, err := job.Result()
@@ -420,5 +420,9 @@ func (a *action) detachable(ctx context.Context, call *tool.Call, lim capture.Li
 		res.Outcome = runner.Cancelled
 	}
 	o, e := snapshots()
-	return a.render(res, o, e)
+	r := a.render(res, o, e)
+	if r.Run != nil {
+		r.Run.Sandbox = a.t.Sandbox.Label()
+	}
+	return r
 }
