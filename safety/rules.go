@@ -83,8 +83,8 @@ var LoaderVars = []string{
 	"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH",
 	"BASH_ENV", "ENV", "PROMPT_COMMAND", "PS4",
 	"GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS",
-	"GIT_CONFIG_COUNT", "GIT_CONFIG", "GIT_TEMPLATE_DIR", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
-	"PERL5OPT", "PERL5LIB", "PYTHONSTARTUP", "PYTHONPATH", "NODE_OPTIONS", "RUBYOPT",
+	"GIT_CONFIG_COUNT", "GIT_CONFIG", "GIT_TEMPLATE_DIR",
+	"PERL5OPT", "PYTHONSTARTUP", "NODE_OPTIONS", "RUBYOPT",
 	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
 }
 
@@ -104,7 +104,7 @@ func LoaderVar(name string, value *string) bool {
 			return true
 		}
 	}
-	if !contains(LoaderVars, name) {
+	if !contains(LoaderVars, name) && name != "PYTHONPATH" && name != "PERL5LIB" {
 		return false
 	}
 	if value == nil {
