@@ -88,9 +88,13 @@ func (a *analyzer) symlink(args []Word) {
 		if p.root == "" {
 			return
 		}
-		if a.links == nil {
-			a.links = map[string]string{}
+		// copy on write: commands recorded earlier keep the links of
+		// their time
+		links := make(map[string]string, len(a.links)+1)
+		for k, v := range a.links {
+			links[k] = v
 		}
+		a.links = links
 		t := target
 		if !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") {
 			// relative to the link's directory
@@ -155,7 +159,7 @@ func (a *analyzer) pipeFeeds(s *src, parts []*syntax.Stmt, ranges [][2]int, wrap
 // (cat </dev/tcp/host/port).
 func (a *analyzer) netInput(j int) bool {
 	c := &a.rep.Commands[j]
-	return c.stdin != nil && c.stdin.net || netTools[c.Name]
+	return c.stdin != nil && c.stdin.net || netTools[c.Name] && !c.Dynamic
 }
 
 // netTools read from the network what they print.

@@ -187,6 +187,7 @@ func (a *analyzer) applyRules() {
 	// until the commands it adds are checked too.
 	for i := 0; i < len(a.rep.Commands); i++ {
 		c := &a.rep.Commands[i]
+		a.cwd, a.links = a.infos[i].cwd, a.infos[i].links
 		for k, v := range c.Assigns {
 			var val *string
 			if k < len(c.assignVals) && !c.assignVals[k].Dynamic {
@@ -216,19 +217,22 @@ func (a *analyzer) applyRules() {
 		if !readOnlyNames[c.Name] {
 			a.writes(i, c)
 		}
-		if shells[c.Name] {
-			// bash -c "$(curl ...)": a downloaded script run directly.
-			for _, w := range c.Args[1:] {
-				if w.Dynamic && mentionsDownloader(w.Raw) {
+		if shells[c.Name] || c.Name == "eval" || c.Name == "source" || c.Name == "." {
+			// bash -c "$(curl ...)", eval "$(base64 -d ...)": a downloaded
+			// or decoded script run directly.
+			for _, p := range a.infos[i].substCmds {
+				if downloader(&a.rep.Commands[p]) {
 					a.report(RulePipeToShell, i)
+				} else if decoder(&a.rep.Commands[p]) {
+					a.report(RuleDecodeToShell, i)
 				}
 			}
 		}
 		if runsScriptArg(c) {
-			a.scriptFrom(i, c, a.infos[i].procSubstCmds, false)
+			a.scriptFrom(i, c, a.infos[i].procSubstCmds, false, false)
 		}
 		if a.infos[i].stdinScript && c.stdin != nil && !c.stdin.file {
-			a.scriptFrom(i, c, c.stdin.cmds, c.stdin.net)
+			a.scriptFrom(i, c, c.stdin.cmds, c.stdin.net, true)
 		}
 	}
 	for _, i := range a.enableF {
@@ -238,6 +242,7 @@ func (a *analyzer) applyRules() {
 	}
 	for k := 0; k < len(a.redirects); k++ {
 		r := a.redirects[k]
+		a.cwd, a.links = r.cwd, r.links
 		switch r.r.Op {
 		case ">", ">>", ">|", "&>", "&>>", "<>":
 			a.writeTarget(r.cmd, r.r.Target, true)
@@ -250,7 +255,7 @@ func (a *analyzer) applyRules() {
 // interpreter whose script comes from cmds (a process substitution, a
 // here-string's substitution, a redirection), or from the network; a
 // shell whose script comes from anything else unknown is unanalysable.
-func (a *analyzer) scriptFrom(i int, c *Command, cmds []int, net bool) {
+func (a *analyzer) scriptFrom(i int, c *Command, cmds []int, net, stdin bool) {
 	if net {
 		a.report(RulePipeToShell, i)
 		return
@@ -267,7 +272,7 @@ func (a *analyzer) scriptFrom(i int, c *Command, cmds []int, net bool) {
 		}
 	}
 	if known || len(cmds) == 0 {
-		if len(cmds) == 0 && c.stdin != nil && !c.stdin.static && !c.stdin.file && shells[c.Name] {
+		if !known && stdin && !c.stdin.static && shells[c.Name] {
 			a.unanalysable("nested-script", c.Name+" reads a script only known at run time", c.Pos)
 		}
 		return
@@ -988,44 +993,79 @@ func runsScriptArg(c *Command) bool {
 	return shells[c.Name] || interpreters[c.Name] || c.Name == "source" || c.Name == "."
 }
 
-var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "aria2c": true, "http": true, "https": true, "lwp-request": true}
+var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "aria2c": true, "http": true, "https": true, "lwp-request": true, "xh": true, "curlie": true}
 
-func downloader(c *Command) bool { return !c.Dynamic && downloaders[c.Name] }
-
-func mentionsDownloader(raw string) bool {
-	for d := range downloaders {
-		if strings.Contains(raw, d+" ") {
-			return true
-		}
-	}
-	return false
+// downloader reports whether c prints what it reads from the network.
+func downloader(c *Command) bool {
+	return !c.Dynamic && (downloaders[c.Name] || netTools[c.Name] || c.stdin != nil && c.stdin.net)
 }
 
-// decoder reports whether c decodes data: base64 -d, basenc -d, xxd -r,
-// openssl ... -d, uudecode.
+// decoders transform their input into other text whatever their options.
+var decoders = map[string]bool{"uudecode": true, "rev": true, "tr": true, "zcat": true, "gzcat": true, "gunzip": true,
+	"bzcat": true, "bunzip2": true, "xzcat": true, "unxz": true, "zstdcat": true, "unzstd": true, "lz4cat": true, "unlzma": true,
+	"lzcat": true, "iconv": true, "recode": true, "perl": true, "ruby": true, "node": true, "php": true, "python": true,
+	"python2": true, "python3": true, "awk": true, "gawk": true, "mawk": true, "sed": true, "jq": false}
+
+// decoder reports whether c decodes or rewrites data: base64 -d, xxd -r,
+// openssl -d, gzip -d, rev, tr, echo -e, printf with escapes, a script
+// of perl or python printing text, ...
 func decoder(c *Command) bool {
-	if c.Dynamic {
+	if c.Dynamic || len(c.Args) == 0 {
 		return false
 	}
-	has := func(flags ...string) bool {
+	has := func(short byte, longs ...string) bool {
 		for _, w := range c.Args[1:] {
-			for _, f := range flags {
-				if w.Value == f || (len(f) == 2 && strings.HasPrefix(w.Value, "-") && !strings.HasPrefix(w.Value, "--") && strings.Contains(w.Value[1:], f[1:])) {
-					return true
+			v := w.Value
+			if name, ok := strings.CutPrefix(v, "--"); ok {
+				name, _, _ = strings.Cut(name, "=")
+				for _, l := range longs {
+					if len(name) >= 1 && strings.HasPrefix(l, name) {
+						return true
+					}
 				}
+				continue
+			}
+			if short != 0 && len(v) > 1 && v[0] == '-' && strings.IndexByte(v[1:], short) >= 0 {
+				return true
 			}
 		}
 		return false
 	}
 	switch c.Name {
 	case "base64", "basenc", "base32":
-		return has("-d", "--decode", "-D")
+		return has('d', "decode") || has('D')
 	case "xxd":
-		return has("-r", "--revert")
+		return has('r', "revert")
 	case "openssl":
-		return has("-d", "-base64", "base64")
-	case "uudecode":
+		for _, w := range c.Args[1:] {
+			if w.Value == "-d" || w.Value == "-base64" || w.Value == "base64" || w.Value == "-a" || w.Value == "enc" {
+				return true
+			}
+		}
+	case "gzip", "bzip2", "xz", "zstd", "lz4", "brotli", "lzma", "compress", "uncompress":
+		return has('d', "decompress", "uncompress") || c.Name == "uncompress"
+	case "echo":
+		return has('e') && strings.Contains(c.String(), `\`)
+	case "printf":
+		return len(c.Args) > 1 && decodingFormat(c.Args[1].Value)
+	}
+	return decoders[c.Name]
+}
+
+// decodingFormat reports whether a printf format decodes escapes into
+// other characters (\x41, \101, \u0041, %b) rather than only ending lines.
+func decodingFormat(f string) bool {
+	if strings.Contains(f, "%b") {
 		return true
+	}
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == '\\' {
+			switch n := f[i+1]; {
+			case n == 'x' || n == 'u' || n == 'U' || n == 'e' || n == 'E' || n == 'c' || n >= '0' && n <= '7':
+				return true
+			}
+			i++
+		}
 	}
 	return false
 }

@@ -137,8 +137,10 @@ type stage struct {
 
 // redirectAt is a redirection anywhere in the source, for the rules.
 type redirectAt struct {
-	r   Redirect
-	cmd int // the command it belongs to, or -1
+	r     Redirect
+	cmd   int // the command it belongs to, or -1
+	cwd   string
+	links map[string]string
 }
 
 // info is what the rules need to know about a recorded command beyond
@@ -154,6 +156,12 @@ type info struct {
 	// stdin: where the command's standard input comes from, when a
 	// redirection says.
 	stdin *stdinFrom
+	// substCmds: commands run by substitutions in the arguments.
+	substCmds []int
+	// cwd and links: the working directory and symbolic links when the
+	// command runs.
+	cwd   string
+	links map[string]string
 }
 
 // stdinFrom is the standard input a redirection gives a command.
@@ -349,7 +357,7 @@ func (a *analyzer) stmt(s *src, st *syntax.Stmt, stg stage, wrappers []string) {
 			owner = first
 		}
 		for _, r := range redirs {
-			a.redirects = append(a.redirects, redirectAt{r: r, cmd: owner})
+			a.redirects = append(a.redirects, redirectAt{r: r, cmd: owner, cwd: a.cwd, links: a.links})
 		}
 	}
 }
@@ -596,10 +604,12 @@ func (a *analyzer) call(s *src, c *syntax.CallExpr, stg stage, wrappers []string
 	}
 	args := make([]Word, 0, len(c.Args))
 	var proc []int
+	substFirst := len(a.rep.Commands)
 	for i, w := range c.Args {
 		proc = append(proc, a.nested(s, w, wrappers)...)
 		args = a.appendWordsAt(args, s, w, i == 0)
 	}
+	substEnd := len(a.rep.Commands)
 	if len(args) == 0 {
 		for i, as := range c.Assigns {
 			if as.Name != nil {
@@ -611,7 +621,7 @@ func (a *analyzer) call(s *src, c *syntax.CallExpr, stg stage, wrappers []string
 		if len(assigns) > 0 || len(redirs) > 0 {
 			idx := a.record(Command{Args: []Word{}, Assigns: assigns, assignVals: vals, Redirects: redirs, Depth: s.depth, Pos: pos(c.Pos().Line(), c.Pos().Col()), Wrappers: wrappers}, info{stage: stg})
 			for _, r := range redirs {
-				a.redirects = append(a.redirects, redirectAt{r: r, cmd: idx})
+				a.redirects = append(a.redirects, redirectAt{r: r, cmd: idx, cwd: a.cwd, links: a.links})
 			}
 		}
 		return
@@ -625,12 +635,15 @@ func (a *analyzer) call(s *src, c *syntax.CallExpr, stg stage, wrappers []string
 		if len(a.rep.Commands) > first {
 			owner = first
 		}
-		a.redirects = append(a.redirects, redirectAt{r: r, cmd: owner})
+		a.redirects = append(a.redirects, redirectAt{r: r, cmd: owner, cwd: a.cwd, links: a.links})
 	}
-	if len(proc) > 0 {
+	if len(proc) > 0 || substEnd > substFirst {
 		for i := first; i < len(a.rep.Commands); i++ {
 			if a.rep.Commands[i].Depth == s.depth {
 				a.infos[i].procSubstCmds = append(a.infos[i].procSubstCmds, proc...)
+				for k := substFirst; k < substEnd; k++ {
+					a.infos[i].substCmds = append(a.infos[i].substCmds, k)
+				}
 			}
 		}
 	}
@@ -767,6 +780,7 @@ func (a *analyzer) record(c Command, in info) int {
 		}
 	}
 	a.rep.Commands = append(a.rep.Commands, c)
+	in.cwd, in.links = a.cwd, a.links
 	a.infos = append(a.infos, in)
 	return len(a.rep.Commands) - 1
 }

@@ -262,7 +262,7 @@ func (a *analyzer) command(args []Word, base Command, stg stage) {
 			if !ok {
 				break
 			}
-			rest = takeAssigns(rest, &base)
+			rest = takeEnvAssigns(rest, &base)
 			split, hasSplit := seen["-S"]
 			if s, has := seen["--split-string"]; has {
 				split, hasSplit = s, true
@@ -622,6 +622,22 @@ func takeAssigns(args []Word, base *Command) []Word {
 			break
 		}
 		base.Assigns = append(base.Assigns, name)
+		base.assignVals = append(base.assignVals, Word{Value: args[0].Value[len(name)+1:], Raw: args[0].Raw})
+		args = args[1:]
+	}
+	return args
+}
+
+// takeEnvAssigns is takeAssigns for env, which takes any NAME=value
+// before the command, whatever NAME holds (BASH_FUNC_f%%=...).
+func takeEnvAssigns(args []Word, base *Command) []Word {
+	for len(args) > 0 && !args[0].Dynamic {
+		name, val, ok := strings.Cut(args[0].Value, "=")
+		if !ok || name == "" {
+			break
+		}
+		base.Assigns = append(base.Assigns, name)
+		base.assignVals = append(base.assignVals, Word{Value: val, Raw: args[0].Raw})
 		args = args[1:]
 	}
 	return args
