@@ -552,18 +552,35 @@ func (a *analyzer) writes(i int, c *Command) {
 			continue
 		}
 		v := w.Value
-		cands := []string{v}
+		if !a.pathSensitive(v) {
+			continue
+		}
+		a.pathWrite(i, a.resolve(v), extract || keyCopy, true)
 		if _, after, ok := strings.Cut(v, "="); ok {
-			cands = append(cands, after)
+			a.pathWrite(i, a.resolve(after), extract || keyCopy, true) // of=FILE, --output=FILE
 		}
 		if len(v) > 2 && v[0] == '-' && v[1] != '-' {
-			cands = append(cands, v[2:])
-		}
-		for _, cand := range cands {
-			p := a.resolve(cand)
-			a.pathWrite(i, p, extract || keyCopy, true)
+			a.pathWrite(i, a.resolve(v[2:]), extract || keyCopy, true) // -oFILE
 		}
 	}
+}
+
+// pathSensitive reports whether v could name a path pathWrite cares
+// about (a quick test before resolving it).
+func (a *analyzer) pathSensitive(v string) bool {
+	if len(a.links) > 0 || strings.ContainsAny(v, "*?[") || a.cwd != "." && (strings.ContainsAny(a.cwd, "*?[") || sensitiveText(a.cwd)) {
+		return true
+	}
+	return sensitiveText(v)
+}
+
+func sensitiveText(v string) bool {
+	for _, s := range []string{"git", "hook", "ssh", "auth", "ld.so", "config"} {
+		if strings.Contains(v, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeTarget checks a path something writes to.
@@ -857,6 +874,11 @@ func (a *analyzer) wholeTree(w Word) bool {
 // gitDiscard: the git commands that throw away uncommitted work or
 // unmerged history.
 func (a *analyzer) gitDiscard(i int, sub string, args []Word) {
+	switch sub {
+	case "reset", "clean", "checkout", "restore", "rm", "stash", "branch", "switch", "worktree", "reflog", "gc", "prune":
+	default:
+		return
+	}
 	flags := map[string]bool{}
 	var ops []Word
 	afterDash := false

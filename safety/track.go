@@ -168,7 +168,7 @@ func pathQuery(argv []string) bool {
 // known; ok is false when a value is unknown.
 func (a *analyzer) expandWord(w *syntax.Word, commandPos bool) ([]string, bool) {
 	a.env.unknown, a.env.commandPos = false, commandPos
-	fields, err := expandSafely(func() ([]string, error) { return expand.Fields(a.cfg, w) })
+	fields, err := expandSafely(func() ([]string, error) { return expand.Fields(a.config(), w) })
 	if err != nil || a.env.unknown {
 		return nil, false
 	}
@@ -185,7 +185,7 @@ func (a *analyzer) expandLiteral(w *syntax.Word) (string, bool) {
 	}
 	a.env.unknown, a.env.commandPos = false, false
 	out, err := expandSafely(func() ([]string, error) {
-		s, err := expand.Literal(a.cfg, w)
+		s, err := expand.Literal(a.config(), w)
 		return []string{s}, err
 	})
 	if err != nil || a.env.unknown {

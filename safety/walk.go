@@ -13,6 +13,11 @@ import (
 // what the built-in rules found. It never panics and never runs anything.
 func Analyze(src string, opts *Options) *Report {
 	a := newAnalyzer(opts)
+	if n := len(src)/24 + 4; n > 16 {
+		// about one command per line of a script: grow once
+		a.rep.Commands = make([]Command, 0, min(n, 4096))
+		a.infos = make([]info, 0, min(n, 4096))
+	}
 	f, err := parse(src)
 	if err != nil {
 		a.rep.ParseError = &ParseError{Err: err}
@@ -200,9 +205,16 @@ type analyzer struct {
 func newAnalyzer(opts *Options) *analyzer {
 	a := &analyzer{opts: opts, rep: &Report{Commands: []Command{}, Findings: []Finding{}}, cwd: "."}
 	a.env.a = a
-	a.cfg = &expand.Config{Env: &a.env, CmdSubst: a.cmdSubst,
-		ProcSubst: func(*syntax.ProcSubst) (string, error) { return "", errUnknown{} }}
 	return a
+}
+
+// config returns the expansion configuration, made when first needed.
+func (a *analyzer) config() *expand.Config {
+	if a.cfg == nil {
+		a.cfg = &expand.Config{Env: &a.env, CmdSubst: a.cmdSubst,
+			ProcSubst: func(*syntax.ProcSubst) (string, error) { return "", errUnknown{} }}
+	}
+	return a.cfg
 }
 
 // src is the source a node came from, for raw word text.
@@ -416,6 +428,37 @@ func (a *analyzer) nested(s *src, node syntax.Node, wrappers []string) []int {
 	return proc
 }
 
+// mayKnow reports whether expanding parts could give a known value: no
+// plain reference to a variable the script did not set (HOME and PWD
+// aside), no process substitution.
+func (a *analyzer) mayKnow(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		switch x := p.(type) {
+		case *syntax.DblQuoted:
+			if !a.mayKnow(x.Parts) {
+				return false
+			}
+		case *syntax.ParamExp:
+			if x.Param == nil || x.Exp != nil || x.Excl || x.Length || x.Width || x.Index != nil || x.Slice != nil || x.Repl != nil || x.Names != 0 {
+				continue
+			}
+			n := x.Param.Value
+			if t, ok := a.vars[n]; ok {
+				if !t.known {
+					return false
+				}
+				continue
+			}
+			if n != "HOME" && n != "PWD" || a.taintAll {
+				return false
+			}
+		case *syntax.ProcSubst:
+			return false
+		}
+	}
+	return true
+}
+
 // dynamic reports whether a word's value is only known at run time.
 func dynamic(w *syntax.Word) bool { return dynamicParts(w.Parts) }
 
@@ -503,6 +546,18 @@ func (a *analyzer) appendWords(dst []Word, s *src, w *syntax.Word) []Word {
 func (a *analyzer) appendWordsAt(dst []Word, s *src, w *syntax.Word, commandPos bool) []Word {
 	raw := rawText(s, w)
 	if dynamic(w) {
+		if a.mayKnow(w.Parts) {
+			if fields, ok := a.expandWord(w, commandPos); ok {
+				for _, f := range fields {
+					a.subscript(f, s, w)
+					dst = append(dst, Word{Value: f, Raw: raw})
+				}
+				return dst
+			}
+		}
+		return append(dst, Word{Value: raw, Dynamic: true, Raw: raw})
+	}
+	if false {
 		if fields, ok := a.expandWord(w, commandPos); ok {
 			for _, f := range fields {
 				a.subscript(f, s, w)
