@@ -197,6 +197,9 @@ func critical(p symPath, seedHome bool) bool {
 		if hasGlob(parts[0]) {
 			return true
 		}
+		if len(parts) == 2 && (parts[0] == "home" || parts[0] == "Users") {
+			return true // someone's home directory
+		}
 		return dir == "." || !strings.Contains(dir, "/")
 	case "~":
 		if seedHome && p.home {

@@ -85,7 +85,7 @@ var LoaderVars = []string{
 	"GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS",
 	"GIT_CONFIG_COUNT", "GIT_CONFIG", "GIT_TEMPLATE_DIR",
 	"PERL5OPT", "PYTHONSTARTUP", "NODE_OPTIONS", "RUBYOPT",
-	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
+	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "GCONV_PATH",
 }
 
 // loaderPrefixes are families of loader variables.
@@ -402,6 +402,11 @@ func (a *analyzer) removal(i int, targets []Word, seedHome bool, what string, ma
 		if maybe {
 			continue
 		}
+		if c := path.Clean(t.Value); !strings.Contains(c, "/") && criticalName(c) && seedHome {
+			// seed 001: rm -rf * wherever it runs
+			a.report(RuleRmCritical, i)
+			continue
+		}
 		if critical(a.resolve(t.Value), seedHome) {
 			a.report(RuleRmCritical, i)
 		}
@@ -445,6 +450,9 @@ func (a *analyzer) findDelete(i int, c *Command) {
 		}
 		if v == "-delete" {
 			del = true
+		}
+		if (v == "rm" || strings.HasSuffix(v, "/rm")) && !w.Dynamic {
+			del = true // -exec rm -r {} removes what -delete would
 		}
 		if findSelective[v] || w.Dynamic {
 			selective = true
@@ -999,6 +1007,9 @@ func blindAdd(args []Word) bool {
 				return true
 			}
 			continue
+		}
+		if strings.HasPrefix(v, ":!") || strings.HasPrefix(v, ":^") || strings.HasPrefix(v, ":(exclude)") || strings.HasPrefix(v, ":(top,exclude)") {
+			return true // everything but what it names
 		}
 		clean := path.Clean(v)
 		if clean == "." || clean == "*" || clean == ".*" || matchesAll(clean) || v == ":/" || v == ":" || strings.HasPrefix(v, ":/") && path.Clean(v[2:]) == "." ||

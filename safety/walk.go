@@ -277,6 +277,12 @@ func (a *analyzer) stmt(s *src, st *syntax.Stmt, stg stage, wrappers []string) {
 			if r.Op == syntax.WordHdoc && in.static {
 				in.text += "\n"
 			}
+		case syntax.DplIn:
+			if r.Word != nil && r.Word.Lit() != "-" {
+				in = &stdinFrom{} // another descriptor: what it holds is unknown here
+			} else {
+				continue
+			}
 		case syntax.RdrIn, syntax.RdrInOut:
 			in = &stdinFrom{file: true}
 			if target.Dynamic {

@@ -221,7 +221,8 @@ var prefixWrappers = map[string]prefixWrapper{
 }
 
 // Shells whose -c option runs a script given as an argument.
-var shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true, "busybox": false}
+var shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true, "busybox": false,
+	"rbash": true, "yash": true, "posh": true, "csh": true, "tcsh": true, "ksh93": true, "pdksh": true, "oksh": true, "loksh": true}
 
 // Interpreters that read a program from stdin when given none.
 var interpreters = map[string]bool{"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "node": true, "php": true, "fish": true}
@@ -430,6 +431,13 @@ func (a *analyzer) command(args []Word, base Command, stg stage) {
 		}
 		if (name == "source" || name == ".") && len(args) > 1 && stdinPath(args[1]) {
 			in.stdinScript = true
+		}
+		if runsScriptArg(&Command{Name: name}) {
+			for _, w := range args[1:] {
+				if !w.Dynamic && (strings.HasPrefix(w.Value, "/dev/fd/") || strings.HasPrefix(w.Value, "/proc/self/fd/")) && !stdinPath(w) {
+					a.unanalysable("nested-script", name+" runs a script from "+w.Value+", only known at run time", base.Pos)
+				}
+			}
 		}
 		a.builtinCode(args, base, stg)
 	}
