@@ -155,7 +155,7 @@ EOF`, ""},
 	{`find / -execdir rm -rf ~ +`, "rm-critical"},
 	{`find . -ok git push --force \;`, "git-push-force"},
 	{`find . -name '*.o' -delete`, ""},
-	{`find . -exec rm {} \;`, ""},
+	{`find . -exec rm {} \;`, "rm-critical"}, // every file of the workspace, .git included
 	{`sudo timeout 5 nice -n 5 env FOO=1 rm -rf /`, "rm-critical"},
 	// nested scripts
 	{`bash -c 'rm -rf /'`, "rm-critical"},
