@@ -2,6 +2,7 @@ package safety
 
 import (
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -504,4 +505,50 @@ func TestEvasionsAreBash(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzNestedNeverHides: whatever a script is, running it through a
+// wrapper that reads it as nested code (bash -c, eval, sudo sh -c, a
+// trap, watch, su -c, a here-string into bash) never makes a finding
+// disappear: the wrapped script shows the same rules, or is unanalysable.
+func FuzzNestedNeverHides(f *testing.F) {
+	for _, cs := range evasions {
+		for _, c := range cs {
+			f.Add(c.src, uint8(0))
+		}
+	}
+	wraps := []func(string) string{
+		func(q string) string { return "bash -c " + q },
+		func(q string) string { return "eval " + q },
+		func(q string) string { return "sudo sh -c " + q },
+		func(q string) string { return "timeout 5 env -i bash -c " + q },
+		func(q string) string { return "watch " + q },
+		func(q string) string { return "su -c " + q },
+		func(q string) string { return "bash <<< " + q },
+		func(q string) string { return "trap " + q + " EXIT" },
+		func(q string) string { return "echo " + q + " | bash" },
+	}
+	f.Fuzz(func(t *testing.T, src string, which uint8) {
+		if len(src) > 2048 || strings.HasPrefix(strings.TrimSpace(src), "-") {
+			return // a leading option would be the wrapper's own
+		}
+		r := Analyze(src, nil)
+		if r.ParseError != nil || len(r.Findings) == 0 {
+			return
+		}
+		wrapped := wraps[int(which)%len(wraps)](quote(src))
+		r2 := Analyze(wrapped, nil)
+		if r2.ParseError != nil || len(r2.Unanalysable) > 0 {
+			return
+		}
+		have := map[string]bool{}
+		for _, f := range r2.Findings {
+			have[f.Rule] = true
+		}
+		for _, f := range r.Findings {
+			if !have[f.Rule] {
+				t.Fatalf("%q finds %s, but %q does not (findings %v)", src, f.Rule, wrapped, r2.Findings)
+			}
+		}
+	})
 }

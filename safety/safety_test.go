@@ -142,6 +142,11 @@ func FuzzAnalyze(f *testing.F) {
 	for _, c := range cases {
 		f.Add(c.src)
 	}
+	for _, cs := range evasions {
+		for _, c := range cs {
+			f.Add(c.src)
+		}
+	}
 	bash, _ := exec.LookPath("bash")
 	f.Fuzz(func(t *testing.T, src string) {
 		r1, r2 := Analyze(src, nil), Analyze(src, nil)
