@@ -206,6 +206,8 @@ func (a *analyzer) literalOutput(r [2]int) (string, bool) {
 			return strings.Join(argv[2:], "\n") + "\n", true
 		case !strings.ContainsAny(f, `%\`):
 			return f, true
+		case !strings.Contains(f, "%") && !decodingFormat(f):
+			return strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\\`, `\`).Replace(f), true
 		}
 	case "cat":
 		if len(argv) == 1 && c.stdin != nil && c.stdin.static {

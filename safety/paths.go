@@ -124,6 +124,7 @@ func matchesAll(pattern string) bool {
 	if !hasGlob(pattern) {
 		return false
 	}
+	pattern = bashPattern(pattern)
 	for _, p := range globProbes {
 		if ok, err := path.Match(pattern, p); !ok || err != nil {
 			return false
@@ -158,8 +159,16 @@ func globMatch(pattern, name string) bool {
 			return false
 		}
 	}
-	ok, _ := path.Match(pattern, name)
-	return ok
+	ok, err := path.Match(bashPattern(pattern), name)
+	return ok || err != nil // a pattern Go cannot read: assume it matches
+}
+
+// bashPattern turns bash's negated bracket "[!...]" into Go's "[^...]".
+func bashPattern(p string) string {
+	if !strings.Contains(p, "[!") {
+		return p
+	}
+	return strings.ReplaceAll(p, "[!", "[^")
 }
 
 // protectedHome are directories under the home directory whose removal

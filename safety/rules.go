@@ -165,6 +165,22 @@ func (a *analyzer) reportWith(rule string, cmd int, reason, alt string) {
 	a.rep.Findings = append(a.rep.Findings, f)
 }
 
+// ownValue reads a path variable's value that only adds to what it
+// inherits (LD_LIBRARY_PATH=./lib:$LD_LIBRARY_PATH): the inherited part is
+// not set by the command, the rest is returned (nil when other parts are
+// dynamic too).
+func ownValue(name, raw string) *string {
+	v := strings.NewReplacer(`"`, "", `'`, "").Replace(raw)
+	for _, ref := range []string{"${" + name + ":+:$" + name + "}", "${" + name + ":+:${" + name + "}}", "${" + name + "}", "$" + name} {
+		v = strings.ReplaceAll(v, ref, "")
+	}
+	v = strings.Trim(strings.ReplaceAll(v, "::", ":"), ":")
+	if strings.ContainsAny(v, "$`") {
+		return nil
+	}
+	return &v
+}
+
 // dynamicArg reports a critical command whose target is only known at
 // run time: the policy asks.
 func (a *analyzer) dynamicArg(cmd int, what string) {
@@ -192,6 +208,8 @@ func (a *analyzer) applyRules() {
 			var val *string
 			if k < len(c.assignVals) && !c.assignVals[k].Dynamic {
 				val = &c.assignVals[k].Value
+			} else if k < len(c.assignVals) {
+				val = ownValue(v, c.assignVals[k].Raw)
 			}
 			if LoaderVar(v, val) {
 				a.report(RuleLoaderEnv, i)
@@ -757,6 +775,9 @@ func (a *analyzer) git(i int, c *Command) {
 	pairs, rest, dyn := gitConfigPairs(c.Args[1:])
 	for _, p := range pairs {
 		a.gitSetting(i, p[0], p[1])
+	}
+	if dyn {
+		a.dynamicArg(i, "git -c with a setting only known at run time")
 	}
 	if dyn || len(rest) == 0 || rest[0].Dynamic {
 		return

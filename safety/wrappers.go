@@ -164,7 +164,7 @@ var (
 	stdbufGrammar  = optGrammar{shortArg: "ioe", longArg: []string{"input", "output", "error"}}
 	setsidGrammar  = optGrammar{}
 	ioniceGrammar  = optGrammar{shortArg: "cnp", longArg: []string{"class", "classdata", "pid", "pgid", "uid"}}
-	xargsGrammar   = optGrammar{shortArg: "adEILnPs", longArg: []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}}
+	xargsGrammar   = optGrammar{shortArg: "adEILnPs", longArg: []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var", "eof"}}
 	shellGrammar   = optGrammar{shortArg: "oO", longArg: []string{"rcfile", "init-file"}}
 	nohupGrammar   = optGrammar{}
 	watchGrammar   = optGrammar{shortArg: "nq", longArg: []string{"interval", "equexit"}}
@@ -305,9 +305,29 @@ func (a *analyzer) command(args []Word, base Command, stg stage) {
 				ok = false
 			}
 		case "xargs":
-			rest, _, ok = xargsGrammar.skip(rest)
+			rest, seen, ok = xargsGrammar.skip(rest)
 			if ok && len(rest) == 0 {
 				rest = []Word{{Value: "echo", Raw: "echo"}}
+			}
+			repl, hasRepl := seen["-I"]
+			if r, has := seen["--replace"]; has {
+				repl, hasRepl = r, true
+				if repl == "" {
+					repl = "{}"
+				}
+			}
+			if _, has := seen["-i"]; has && !hasRepl {
+				repl, hasRepl = "{}", true
+			}
+			if hasRepl && repl != "" {
+				// what xargs puts in place of the replace-string is read
+				// at run time
+				rest = append([]Word(nil), rest...)
+				for k, w := range rest {
+					if !w.Dynamic && strings.Contains(w.Value, repl) {
+						rest[k] = Word{Value: w.Raw, Raw: w.Raw, Dynamic: true}
+					}
+				}
 			}
 		case "find":
 			a.find(args, base, stg)
