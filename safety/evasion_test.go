@@ -3,6 +3,7 @@ package safety
 import (
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -525,13 +526,27 @@ func TestEvasionsAreBash(t *testing.T) {
 	if err != nil {
 		t.Skip("bash is not installed")
 	}
+	type job struct{ class, src string }
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if out, err := bashParse(bash, j.src); err != nil {
+					t.Errorf("%s: %q is not valid bash: %v: %s", j.class, j.src, err, out)
+				}
+			}
+		}()
+	}
 	for class, cs := range evasions {
 		for _, c := range cs {
-			if out, err := bashParse(bash, c.src); err != nil {
-				t.Errorf("%s: %q is not valid bash: %v: %s", class, c.src, err, out)
-			}
+			jobs <- job{class, c.src}
 		}
 	}
+	close(jobs)
+	wg.Wait()
 }
 
 // FuzzNestedNeverHides: whatever a script is, running it through a
