@@ -3,7 +3,6 @@ package safety
 import (
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -526,27 +525,13 @@ func TestEvasionsAreBash(t *testing.T) {
 	if err != nil {
 		t.Skip("bash is not installed")
 	}
-	type job struct{ class, src string }
-	jobs := make(chan job)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				if out, err := bashParse(bash, j.src); err != nil {
-					t.Errorf("%s: %q is not valid bash: %v: %s", j.class, j.src, err, out)
-				}
-			}
-		}()
-	}
 	for class, cs := range evasions {
-		for _, c := range cs {
-			jobs <- job{class, c.src}
+		srcs := make([]string, len(cs))
+		for i, c := range cs {
+			srcs[i] = c.src
 		}
+		checkBash(t, bash, class, srcs)
 	}
-	close(jobs)
-	wg.Wait()
 }
 
 // FuzzNestedNeverHides: whatever a script is, running it through a
