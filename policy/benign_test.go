@@ -199,6 +199,14 @@ EOF`,
 	`sh -c 'cd web && npm test'`,
 	`bash -c "echo hello"`,
 	`./configure --prefix=/usr/local && make && sudo make install`,
+	`tmp=$(mktemp -d) && git clone -q . "$tmp/repo" && rm -rf "$tmp"`,
+	`LD_LIBRARY_PATH=$PWD/build/lib ./build/bin/app --version`,
+	`export NODE_OPTIONS=--openssl-legacy-provider && npm start`,
+	`find . -type d -name __pycache__ -exec rm -rf {} +`,
+	`rm -rf .pytest_cache .mypy_cache */node_modules`,
+	`npm run build 2>&1 | tee build.log`,
+	`docker exec app bash -c 'rm -rf /app/tmp/*'`,
+	`git log --format='%H %s' | head -20`,
 }
 
 func TestBenignCorpus(t *testing.T) {
@@ -237,15 +245,17 @@ func TestLostWorkAsks(t *testing.T) {
 		{`git push origin :topic`, "git-discard-work"},
 		{`rm -rf "$BUILD_DIR"`, RuleDynamicArgument},
 		{`find "$1" -delete`, RuleDynamicArgument},
+		{`LD_LIBRARY_PATH=/usr/local/lib ./app`, "loader-env"},
+		{`PYTHONPATH=/opt/lib python3 x.py`, "loader-env"},
 	} {
 		d := e.Check(Request{Tool: "bash", Command: c.cmd, Cwd: "/w"})
 		if d.Verdict != Ask || d.Rule != c.rule || d.Reason == "" || d.Alternative == "" {
 			t.Errorf("%q: %+v", c.cmd, d)
 		}
 	}
-	// HOME-wide removals are rm-critical: refused.
-	for _, cmd := range []string{`rm -rf ~/Documents`, `find ~ -delete`, `rsync -a --delete x/ ~/`, `chmod -R 777 ~`} {
-		if d := e.Check(Request{Tool: "bash", Command: cmd}); d.Verdict != Deny || d.Rule != "rm-critical" {
+	// HOME-wide removals are rm-critical, preloads loader-env: refused.
+	for _, cmd := range []string{`LD_PRELOAD=./x.so ./app`, `rm -rf ~/Documents`, `find ~ -delete`, `rsync -a --delete x/ ~/`, `chmod -R 777 ~`} {
+		if d := e.Check(Request{Tool: "bash", Command: cmd}); d.Verdict != Deny || d.Rule != "rm-critical" && d.Rule != "loader-env" {
 			t.Errorf("%q: %+v", cmd, d)
 		}
 	}

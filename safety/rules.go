@@ -181,6 +181,20 @@ func ownValue(name, raw string) *string {
 	return &v
 }
 
+// libraryPathVar: variables that only say where to find libraries.
+func libraryPathVar(name string) bool {
+	return name == "LD_LIBRARY_PATH" || name == "PYTHONPATH" || name == "PERL5LIB" || name == "DYLD_LIBRARY_PATH"
+}
+
+// reportAsk reports a finding that asks, whatever its rule does.
+func (a *analyzer) reportAsk(rule string, cmd int, reason, alt string) {
+	n := len(a.rep.Findings)
+	a.reportWith(rule, cmd, reason, alt)
+	if len(a.rep.Findings) > n {
+		a.rep.Findings[n].Ask = true
+	}
+}
+
 // dynamicArg reports a critical command whose target is only known at
 // run time: the policy asks.
 func (a *analyzer) dynamicArg(cmd int, what string) {
@@ -212,7 +226,13 @@ func (a *analyzer) applyRules() {
 				val = ownValue(v, c.assignVals[k].Raw)
 			}
 			if LoaderVar(v, val) {
-				a.report(RuleLoaderEnv, i)
+				if val != nil && libraryPathVar(v) {
+					// a library path outside the workspace: a person decides
+					a.reportAsk(RuleLoaderEnv, i, v+" loads libraries or modules from "+*val+", outside the workspace",
+						"Build the libraries inside the workspace and point "+v+" there, or ask the user")
+				} else {
+					a.report(RuleLoaderEnv, i)
+				}
 			}
 		}
 		if c.Dynamic || len(c.Args) == 0 {

@@ -135,7 +135,36 @@ func (a *analyzer) knownOutput(argv []string) (string, bool) {
 	if len(argv) == 4 && argv[0] == "git" && argv[1] == "rev-parse" && argv[2] == "--git-path" {
 		return path.Join(".git", argv[3]), true
 	}
+	if argv[0] == "mktemp" {
+		return mktempPath(argv[1:]), true
+	}
 	return "", false
+}
+
+// mktempPath is a stand-in for the fresh name mktemp prints: a new file
+// or directory in the directory it would use.
+func mktempPath(args []string) string {
+	dir := "/tmp"
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-p" || a == "--tmpdir":
+			if i+1 < len(args) {
+				dir = args[i+1]
+				i++
+			}
+		case strings.HasPrefix(a, "--tmpdir="):
+			dir = strings.TrimPrefix(a, "--tmpdir=")
+		case strings.HasPrefix(a, "-p") && len(a) > 2:
+			dir = a[2:]
+		case !strings.HasPrefix(a, "-") && strings.Contains(a, "/"):
+			dir = path.Dir(a)
+		}
+	}
+	if dir == "" {
+		dir = "/tmp"
+	}
+	return strings.TrimSuffix(dir, "/") + "/tmp.mktemp"
 }
 
 // pathQuery reports whether argv only prints where something lives.
