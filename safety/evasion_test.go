@@ -127,7 +127,10 @@ var evasions = map[string][]checkCase{
 		{`pushd .git/hooks; echo x > pre-commit`, "git-hooks-write"},
 		{`cd -- .git/hooks; echo x > pre-commit`, "git-hooks-write"},
 		{`echo x > pre-commit; cd .git/hooks`, ""},
-		{`cd .git/hooks && cd / && echo x > pre-commit`, ""},
+		{`[ -d .git ] && cd .git/hooks; echo x > pre-commit`, "git-hooks-write"},
+		{`cd "$D" && cp hook post-checkout`, "git-hooks-write"},
+		{`cd "$(ls -d ~/.s*)"; cat k >> authorized_keys`, "ssh-authorized-keys-write"},
+		{`cd .git/hooks && cd / && echo x > pre-commit`, "git-hooks-write"}, // cd / may fail
 		{`rm -rf /home/bob/project/build`, ""},
 		{`rm -rf ../sibling-build`, ""},
 		{`rm -rf build/../dist`, ""},

@@ -656,6 +656,16 @@ func (a *analyzer) pathWrite(cmd int, p symPath, dirs bool, file bool) {
 		}
 	}
 	n := len(parts)
+	if p.root == "" && !strings.Contains(p.rel, "/") && file {
+		// a directory the checker lost track of (cd in a branch, cd "$D"):
+		// a hook's or authorized_keys' own name is enough
+		if gitHookNames[p.rel] {
+			a.report(RuleGitHooksWrite, cmd)
+		}
+		if strings.HasPrefix(p.rel, "authorized_keys") {
+			a.report(RuleAuthorizedKeys, cmd)
+		}
+	}
 	if n >= 2 && matchName(parts[n-2], ".ssh") && (strings.HasPrefix(parts[n-1], "authorized_keys") || matchName(parts[n-1], "authorized_keys")) {
 		a.report(RuleAuthorizedKeys, cmd)
 	}
@@ -669,6 +679,13 @@ func (a *analyzer) pathWrite(cmd int, p symPath, dirs bool, file bool) {
 		a.reportWith(RuleLoaderEnv, cmd, "writing /etc/ld.so.preload injects a library into every program", "Do not preload libraries system-wide")
 	}
 }
+
+// gitHookNames are the hooks git runs.
+var gitHookNames = map[string]bool{"applypatch-msg": true, "pre-applypatch": true, "post-applypatch": true, "pre-commit": true,
+	"pre-merge-commit": true, "prepare-commit-msg": true, "commit-msg": true, "post-commit": true, "pre-rebase": true,
+	"post-checkout": true, "post-merge": true, "pre-push": true, "pre-receive": true, "update": false, "proc-receive": true,
+	"post-receive": true, "post-update": true, "reference-transaction": true, "push-to-checkout": true, "pre-auto-gc": true,
+	"post-rewrite": true, "sendemail-validate": true, "fsmonitor-watchman": true, "post-index-change": true}
 
 // matchName reports whether a path element, possibly a glob, can name
 // name.
