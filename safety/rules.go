@@ -617,6 +617,9 @@ func (a *analyzer) pathSensitive(v string) bool {
 	if len(a.links) > 0 || strings.ContainsAny(v, "*?[") || a.cwd != "." && (strings.ContainsAny(a.cwd, "*?[") || sensitiveText(a.cwd)) {
 		return true
 	}
+	if a.cwd == "" && gitHookNames[v] {
+		return true
+	}
 	return sensitiveText(v)
 }
 
