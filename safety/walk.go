@@ -416,7 +416,10 @@ func (a *analyzer) nested(s *src, node syntax.Node, wrappers []string) []int {
 			a.subscript(x.Value, s, x)
 		case *syntax.SglQuoted:
 			a.subscript(x.Value, s, x)
-		case *syntax.BinaryArithm, *syntax.UnaryArithm, *syntax.ParamExp:
+		case *syntax.ParamExp:
+			a.assignNode(n)
+			a.evaluatingExpansion(s, x)
+		case *syntax.BinaryArithm, *syntax.UnaryArithm:
 			a.assignNode(n)
 		case *syntax.CmdSubst:
 			a.stmts(s, x.Stmts, wrappers)
@@ -604,6 +607,26 @@ func (a *analyzer) subscript(v string, s *src, n syntax.Node) {
 	if strings.Contains(rest, "$(") || strings.Contains(rest, "`") || strings.Contains(rest, "<(") || strings.Contains(rest, ">(") {
 		a.unanalysable("nested-script", "an array subscript with a command substitution ("+v+") runs the command wherever bash evaluates it", pos(n.Pos().Line(), n.Pos().Col()))
 	}
+}
+
+// evaluatingExpansion reports as unanalysable the expansions that run
+// code held in a variable: ${x@P} (prompt expansion runs $(...)) and
+// ${!x} (the name x holds may carry a subscript with a substitution),
+// unless the checker knows the variable's value and it holds none.
+func (a *analyzer) evaluatingExpansion(s *src, x *syntax.ParamExp) {
+	prompt := x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && x.Exp.Word != nil && x.Exp.Word.Lit() == "P"
+	if (!prompt && !x.Excl) || x.Param == nil || x.Names != 0 {
+		return
+	}
+	if t, ok := a.vars[x.Param.Value]; ok && t.known && t.v.Kind == expand.String &&
+		!strings.Contains(t.v.Str, "$(") && !strings.Contains(t.v.Str, "`") && (prompt || !strings.Contains(t.v.Str, "[")) {
+		return
+	}
+	what := "${!" + x.Param.Value + "}"
+	if prompt {
+		what = "${" + x.Param.Value + "@P}"
+	}
+	a.unanalysable("nested-script", what+" evaluates a value only known at run time, which can run commands", pos(x.Pos().Line(), x.Pos().Col()))
 }
 
 // quotedDelim reports whether a here-document's delimiter is quoted (the
