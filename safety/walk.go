@@ -13,11 +13,10 @@ import (
 // what the built-in rules found. It never panics and never runs anything.
 func Analyze(src string, opts *Options) *Report {
 	a := newAnalyzer(opts)
-	if n := len(src)/24 + 4; n > 16 {
-		// about one command per line of a script: grow once
-		a.rep.Commands = make([]Command, 0, min(n, 4096))
-		a.infos = make([]info, 0, min(n, 4096))
-	}
+	// about one command per 24 bytes of source: grow rarely
+	n := min(len(src)/24+8, 4096)
+	a.rep.Commands = make([]Command, 0, n)
+	a.infos = make([]info, 0, n)
 	f, err := parse(src)
 	if err != nil {
 		a.rep.ParseError = &ParseError{Err: err}
