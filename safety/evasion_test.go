@@ -20,7 +20,13 @@ var evasions = map[string][]checkCase{
 		{`rm -R "${HOME}"/projects`, "rm-critical"},
 		{`rm -rf ~/`, "rm-critical"},
 		{`rm -r .git`, "rm-critical"}, // deviation kept: rm never prompts with stdin on /dev/null
-		{`rm -f ~/notes.txt`, ""},     // not recursive
+		{`rm -rf ~/Desktop/*`, "rm-critical"},
+		{`rm -rf $HOME/.local`, "rm-critical"},
+		{`sudo rm -rf ~/Downloads`, "rm-critical"},
+		{`rm -Rf ~/projects/app/`, "rm-critical"},
+		{`cd /tmp && rm -rf ~/Music`, "rm-critical"},
+		{`rm -rf ~user/docs`, "rm-critical"},
+		{`rm -f ~/notes.txt`, ""}, // not recursive
 	},
 	"option-grammar": {
 		{`rm --rec --force /`, "rm-critical"},
@@ -445,6 +451,13 @@ EOF`, "rm-critical"},
 		{`GCONV_PATH=/tmp/g iconv -l`, "loader-env"},
 		{`cp evil.so /etc/ld.so.preload`, "loader-env"},
 		{`export LD_LIBRARY_PATH=/tmp/x:$LD_LIBRARY_PATH`, "loader-env"},
+		{`ENV=/tmp/x sh -c true`, "loader-env"},
+		{`PERL5OPT=-Mevil perl -e 1`, "loader-env"},
+		{`DYLD_INSERT_LIBRARIES=/tmp/x.dylib ./app`, "loader-env"},
+		{`env GIT_EXEC_PATH=/tmp/g git status`, "loader-env"},
+		{`GIT_TEMPLATE_DIR=/tmp/t git init`, "loader-env"},
+		{`typeset -x LD_PRELOAD=/x.so`, "loader-env"},
+		{`declare -gx BASH_ENV=/x`, "loader-env"},
 		{`NODE_OPTIONS='--max-old-space-size=8192 --require ./x.js' npm test`, "loader-env"},
 		{`env NODE_OPTIONS=-r./x.js node`, "loader-env"},
 		{`export LD_LIBRARY_PATH=./lib:$LD_LIBRARY_PATH`, ""},
