@@ -24,7 +24,6 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/agentexec/agentexec/policy"
-	"github.com/agentexec/agentexec/safety"
 	"github.com/agentexec/agentexec/sandbox"
 )
 
@@ -552,11 +551,7 @@ func (c *Config) Engine() (*policy.Engine, error) {
 
 // BuiltinRules lists the ids a rule's builtin may name, for help texts.
 func BuiltinRules() []string {
-	ids := []string{}
-	for _, r := range safety.Rules {
-		ids = append(ids, r.ID)
-	}
-	return append(ids, policy.RuleParseError, policy.RuleDynamicCommand, policy.RuleNestedScript)
+	return policy.BuiltinIDs()
 }
 
 // Keys returns the keys whose values came from the file, sorted.

@@ -34,7 +34,11 @@ const (
 	RuleParseError     = "parse-error"
 	RuleDynamicCommand = "dynamic-command"
 	RuleNestedScript   = "nested-script"
-	RuleStrict         = "strict-allowlist"
+	// RuleDynamicArgument asks when a destructive command's target (rm
+	// -r, find -delete, rsync --delete, git config's key) is only known
+	// at run time.
+	RuleDynamicArgument = "dynamic-argument"
+	RuleStrict          = "strict-allowlist"
 )
 
 // seedParseMessage is seed 001's refusal of a script it cannot parse.
@@ -157,7 +161,7 @@ func NewEngine(profile Profile, rules []Rule) (*Engine, error) {
 			forms++
 		}
 		if r.Builtin != "" {
-			if _, ok := safety.RuleByID(r.Builtin); !ok && r.Builtin != RuleParseError && r.Builtin != RuleDynamicCommand && r.Builtin != RuleNestedScript {
+			if _, ok := safety.RuleByID(r.Builtin); !ok && r.Builtin != RuleParseError && r.Builtin != RuleDynamicCommand && r.Builtin != RuleNestedScript && r.Builtin != RuleDynamicArgument {
 				return nil, fail("builtin", "%q is not a built-in rule; the built-in rules are %s", r.Builtin, strings.Join(BuiltinIDs(), ", "))
 			}
 			if e.builtin[r.Builtin] != nil {
@@ -205,7 +209,7 @@ func BuiltinIDs() []string {
 	for _, r := range safety.Rules {
 		ids = append(ids, r.ID)
 	}
-	return append(ids, RuleParseError, RuleDynamicCommand, RuleNestedScript)
+	return append(ids, RuleParseError, RuleDynamicCommand, RuleNestedScript, RuleDynamicArgument)
 }
 
 // Profile returns the engine's profile.
@@ -217,7 +221,7 @@ func (e *Engine) ruleMatchesExample(c *compiled, example string) bool {
 		switch c.Builtin {
 		case RuleParseError:
 			return rep.ParseError != nil
-		case RuleDynamicCommand, RuleNestedScript:
+		case RuleDynamicCommand, RuleNestedScript, RuleDynamicArgument:
 			for _, u := range rep.Unanalysable {
 				if u.Kind == c.Builtin {
 					return true
@@ -310,6 +314,10 @@ func (e *Engine) Decide(r Request, rep *safety.Report) Decision {
 	}
 	for _, f := range rep.Findings {
 		d := Decision{Verdict: Deny, Rule: f.Rule, Reason: f.Reason, Alternative: f.Alternative, Text: f.Message}
+		if f.Ask {
+			// Rules that ask (git-discard-work): a person decides.
+			d.Verdict, d.Text = Ask, ""
+		}
 		if e.profile != Open || e.builtin[f.Rule] != nil {
 			consider(e.override(f.Rule, d))
 		}
@@ -317,6 +325,9 @@ func (e *Engine) Decide(r Request, rep *safety.Report) Decision {
 	for _, u := range rep.Unanalysable {
 		d := Decision{Verdict: Ask, Rule: u.Kind, Reason: u.Detail,
 			Alternative: "Write the command with literal program names and scripts, or ask the user to allow it"}
+		if u.Kind == RuleDynamicArgument {
+			d.Alternative = "Write the path literally, or ask the user to allow it"
+		}
 		if e.profile != Open || e.builtin[u.Kind] != nil {
 			consider(e.override(u.Kind, d))
 		}

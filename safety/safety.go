@@ -62,6 +62,12 @@ type Command struct {
 	Depth int `json:"depth,omitempty"`
 	// Pos is line:column in the source it was found in.
 	Pos string `json:"pos"`
+
+	// assignVals are the values of Assigns (never reported: they may
+	// hold secrets).
+	assignVals []Word
+	// stdin is where a redirection takes the command's input from.
+	stdin *stdinFrom
 }
 
 // Argv returns the values of c's arguments.
@@ -112,13 +118,18 @@ type Finding struct {
 	// Command indexes Report.Commands, or is -1 for findings about the
 	// source as a whole.
 	Command int `json:"command"`
+	// Ask is set when the rule asks a person rather than refuses (see
+	// RuleInfo.Ask).
+	Ask bool `json:"ask,omitempty"`
 }
 
 // Unanalysable is a part of the source the checker could not read.
 type Unanalysable struct {
-	// Kind is "dynamic-command" (the program is only known at run time)
-	// or "nested-script" (a bash -c or eval script that is dynamic or too
-	// deep).
+	// Kind is "dynamic-command" (the program is only known at run time),
+	// "nested-script" (a script bash would run, from bash -c, eval, a
+	// pipe, a trap, an alias, a subscript, ..., that is dynamic or too
+	// deep) or "dynamic-argument" (a destructive command whose target is
+	// only known at run time).
 	Kind   string `json:"kind"`
 	Detail string `json:"detail"`
 	Pos    string `json:"pos"`

@@ -2,10 +2,12 @@ package safety
 
 import (
 	"errors"
+	"flag"
 	"mvdan.cc/sh/v3/syntax"
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -58,11 +60,33 @@ func TestCasesAreBash(t *testing.T) {
 	if err != nil {
 		t.Skip("bash is not installed")
 	}
-	for _, c := range cases {
-		if out, err := bashParse(bash, c.src); err != nil {
-			t.Errorf("%q is not valid bash: %v: %s", c.src, err, out)
-		}
+	srcs := make([]string, len(cases))
+	for i, c := range cases {
+		srcs[i] = c.src
 	}
+	checkBash(t, bash, "cases", srcs)
+}
+
+// checkBash has bash parse each source, a few at a time.
+func checkBash(t *testing.T, bash, class string, srcs []string) {
+	jobs := make(chan string)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for src := range jobs {
+				if out, err := bashParse(bash, src); err != nil {
+					t.Errorf("%s: %q is not valid bash: %v: %s", class, src, err, out)
+				}
+			}
+		}()
+	}
+	for _, s := range srcs {
+		jobs <- s
+	}
+	close(jobs)
+	wg.Wait()
 }
 
 func TestSeedMessages(t *testing.T) {
@@ -142,7 +166,25 @@ func FuzzAnalyze(f *testing.F) {
 	for _, c := range cases {
 		f.Add(c.src)
 	}
+	if fl := flag.Lookup("test.fuzz"); fl != nil && fl.Value.String() != "" {
+		// when fuzzing: start from the evasion shapes too (the tests
+		// check them against bash already)
+		for _, cs := range evasions {
+			for _, c := range cs {
+				f.Add(c.src)
+			}
+		}
+	}
 	bash, _ := exec.LookPath("bash")
+	checked := map[string]bool{} // TestCasesAreBash and TestEvasionsAreBash run bash on these
+	for _, c := range cases {
+		checked[c.src] = true
+	}
+	for _, cs := range evasions {
+		for _, c := range cs {
+			checked[c.src] = true
+		}
+	}
 	f.Fuzz(func(t *testing.T, src string) {
 		r1, r2 := Analyze(src, nil), Analyze(src, nil)
 		if summary(r1) != summary(r2) || len(r1.Commands) != len(r2.Commands) {
@@ -153,7 +195,7 @@ func FuzzAnalyze(f *testing.F) {
 				t.Fatalf("not deterministic: %q vs %q", r1.Commands[i].String(), r2.Commands[i].String())
 			}
 		}
-		if bash == "" || r1.ParseError != nil || strings.IndexByte(src, 0) >= 0 || len(src) > 4096 {
+		if bash == "" || r1.ParseError != nil || strings.IndexByte(src, 0) >= 0 || len(src) > 4096 || checked[src] {
 			return
 		}
 		if out, err := bashParse(bash, src); err != nil {

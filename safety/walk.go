@@ -13,6 +13,10 @@ import (
 // what the built-in rules found. It never panics and never runs anything.
 func Analyze(src string, opts *Options) *Report {
 	a := newAnalyzer(opts)
+	// about one command per 24 bytes of source: grow rarely
+	n := min(len(src)/24+8, 4096)
+	a.rep.Commands = make([]Command, 0, n)
+	a.infos = make([]info, 0, n)
 	f, err := parse(src)
 	if err != nil {
 		a.rep.ParseError = &ParseError{Err: err}
@@ -137,8 +141,10 @@ type stage struct {
 
 // redirectAt is a redirection anywhere in the source, for the rules.
 type redirectAt struct {
-	r   Redirect
-	cmd int // the command it belongs to, or -1
+	r     Redirect
+	cmd   int // the command it belongs to, or -1
+	cwd   string
+	links map[string]string
 }
 
 // info is what the rules need to know about a recorded command beyond
@@ -151,6 +157,29 @@ type info struct {
 	// procSubstCmds: commands run by process substitutions in the
 	// arguments (bash <(curl ...)).
 	procSubstCmds []int
+	// stdin: where the command's standard input comes from, when a
+	// redirection says.
+	stdin *stdinFrom
+	// substCmds: commands run by substitutions in the arguments.
+	substCmds []int
+	// cwd and links: the working directory and symbolic links when the
+	// command runs.
+	cwd   string
+	links map[string]string
+}
+
+// stdinFrom is the standard input a redirection gives a command.
+type stdinFrom struct {
+	// text is a here-string's or here-document's static text.
+	text   string
+	static bool
+	// cmds are the commands whose output becomes the input (<<< "$(...)",
+	// < <(...)).
+	cmds []int
+	// net: the input is a network connection (/dev/tcp, /dev/udp).
+	net bool
+	// file: a plain file.
+	file bool
 }
 
 type analyzer struct {
@@ -159,10 +188,32 @@ type analyzer struct {
 	infos     []info
 	redirects []redirectAt
 	pipelines int
+
+	// What the script made known so far (see track.go).
+	vars     map[string]tracked
+	sticky   map[string]bool
+	taintAll bool
+	assigned []string
+	cwd      string            // symbolic working directory, "" when unknown
+	links    map[string]string // symbolic links made by the script
+	env      trackEnv
+	cfg      *expand.Config
+	enableF  []int // commands that load builtins from a shared object
 }
 
 func newAnalyzer(opts *Options) *analyzer {
-	return &analyzer{opts: opts, rep: &Report{Commands: []Command{}, Findings: []Finding{}}}
+	a := &analyzer{opts: opts, rep: &Report{Commands: []Command{}, Findings: []Finding{}}, cwd: "."}
+	a.env.a = a
+	return a
+}
+
+// config returns the expansion configuration, made when first needed.
+func (a *analyzer) config() *expand.Config {
+	if a.cfg == nil {
+		a.cfg = &expand.Config{Env: &a.env, CmdSubst: a.cmdSubst,
+			ProcSubst: func(*syntax.ProcSubst) (string, error) { return "", errUnknown{} }}
+	}
+	return a.cfg
 }
 
 // src is the source a node came from, for raw word text.
@@ -191,61 +242,128 @@ func (a *analyzer) stmt(s *src, st *syntax.Stmt, stg stage, wrappers []string) {
 	}
 	first := len(a.rep.Commands)
 	var redirs []Redirect
+	var in *stdinFrom
 	for _, r := range st.Redirs {
+		before := len(a.rep.Commands)
 		a.nested(s, r.Word, wrappers)
 		a.nested(s, r.Hdoc, wrappers)
+		var target Word
 		if r.Word != nil {
-			redirs = append(redirs, Redirect{Op: r.Op.String(), Target: a.word(s, r.Word)})
+			target = a.word(s, r.Word)
+			redirs = append(redirs, Redirect{Op: r.Op.String(), Target: target})
+		}
+		if r.N != nil && r.N.Value != "0" {
+			continue
+		}
+		switch r.Op {
+		case syntax.WordHdoc, syntax.Hdoc, syntax.DashHdoc:
+			in = &stdinFrom{}
+			body := r.Word
+			if r.Op != syntax.WordHdoc {
+				body = r.Hdoc
+			}
+			if body != nil {
+				if r.Op != syntax.WordHdoc && quotedDelim(r.Word) {
+					in.text, in.static = rawText(s, body), true
+				} else if !dynamic(body) {
+					in.text, in.static = a.word(s, body).Value, true
+				} else if v, ok := a.expandLiteral(body); ok {
+					in.text, in.static = v, true
+				}
+			} else {
+				in.static = true
+			}
+			if r.Op == syntax.WordHdoc && in.static {
+				in.text += "\n"
+			}
+		case syntax.DplIn:
+			if r.Word != nil && r.Word.Lit() != "-" {
+				in = &stdinFrom{} // another descriptor: what it holds is unknown here
+			} else {
+				continue
+			}
+		case syntax.RdrIn, syntax.RdrInOut:
+			in = &stdinFrom{file: true}
+			if target.Dynamic {
+				in.file = false
+			} else if strings.HasPrefix(path.Clean(target.Value), "/dev/tcp/") || strings.HasPrefix(path.Clean(target.Value), "/dev/udp/") {
+				in.file, in.net = false, true
+			}
+		default:
+			continue
+		}
+		for i := before; i < len(a.rep.Commands); i++ {
+			in.cmds = append(in.cmds, i)
 		}
 	}
 	switch x := st.Cmd.(type) {
 	case *syntax.CallExpr:
-		a.call(s, x, stg, wrappers, redirs)
+		a.call(s, x, stg, wrappers, redirs, in)
 		redirs = nil
 	case *syntax.BinaryCmd:
 		if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
 			a.pipelines++
 			p := a.pipelines
-			for i, part := range flattenPipe(x) {
-				a.stmt(s, part, stage{pipeline: p, index: i}, wrappers)
-			}
+			parts := flattenPipe(x)
+			ranges := make([][2]int, len(parts))
+			a.branch(false, func() {
+				for i, part := range parts {
+					ranges[i][0] = len(a.rep.Commands)
+					a.stmt(s, part, stage{pipeline: p, index: i}, wrappers)
+					ranges[i][1] = len(a.rep.Commands)
+				}
+			})
+			a.pipeFeeds(s, parts, ranges, wrappers)
 		} else {
 			a.stmt(s, x.X, stg, wrappers)
-			a.stmt(s, x.Y, stg, wrappers)
+			a.branch(false, func() { a.stmt(s, x.Y, stg, wrappers) })
 		}
 	case *syntax.Subshell:
-		a.stmts(s, x.Stmts, wrappers)
+		a.branch(false, func() { a.stmts(s, x.Stmts, wrappers) })
 	case *syntax.Block:
 		for _, inner := range x.Stmts {
 			a.stmt(s, inner, stg, wrappers)
 		}
 	case *syntax.IfClause:
-		for c := x; c != nil; c = c.Else {
-			a.stmts(s, c.Cond, wrappers)
-			a.stmts(s, c.Then, wrappers)
-		}
-	case *syntax.WhileClause:
 		a.stmts(s, x.Cond, wrappers)
-		a.stmts(s, x.Do, wrappers)
+		a.branch(false, func() {
+			a.stmts(s, x.Then, wrappers)
+			for c := x.Else; c != nil; c = c.Else {
+				a.stmts(s, c.Cond, wrappers)
+				a.stmts(s, c.Then, wrappers)
+			}
+		})
+	case *syntax.WhileClause:
+		a.prescan(x)
+		a.branch(false, func() {
+			a.stmts(s, x.Cond, wrappers)
+			a.stmts(s, x.Do, wrappers)
+		})
 	case *syntax.ForClause:
 		a.nested(s, x.Loop, wrappers)
-		a.stmts(s, x.Do, wrappers)
+		a.prescan(x)
+		if wi, ok := x.Loop.(*syntax.WordIter); ok && wi.Name != nil {
+			a.forget(wi.Name.Value)
+		}
+		a.branch(false, func() { a.stmts(s, x.Do, wrappers) })
 	case *syntax.CaseClause:
 		a.nested(s, x.Word, wrappers)
-		for _, item := range x.Items {
-			for _, p := range item.Patterns {
-				a.nested(s, p, wrappers)
+		a.branch(false, func() {
+			for _, item := range x.Items {
+				for _, p := range item.Patterns {
+					a.nested(s, p, wrappers)
+				}
+				a.stmts(s, item.Stmts, wrappers)
 			}
-			a.stmts(s, item.Stmts, wrappers)
-		}
+		})
 	case *syntax.FuncDecl:
-		a.stmt(s, x.Body, stage{}, wrappers)
+		a.branch(true, func() { a.stmt(s, x.Body, stage{}, wrappers) })
 	case *syntax.DeclClause:
 		a.decl(s, x, wrappers)
 	case *syntax.TimeClause:
 		a.stmt(s, x.Stmt, stg, append(clip(wrappers), "time"))
 	case *syntax.CoprocClause:
-		a.stmt(s, x.Stmt, stage{}, append(clip(wrappers), "coproc"))
+		a.branch(false, func() { a.stmt(s, x.Stmt, stage{}, append(clip(wrappers), "coproc")) })
 	case nil:
 	default: // arithmetic, [[ ]], let: only substitutions inside can run commands
 		a.nested(s, x, wrappers)
@@ -256,7 +374,7 @@ func (a *analyzer) stmt(s *src, st *syntax.Stmt, stg stage, wrappers []string) {
 			owner = first
 		}
 		for _, r := range redirs {
-			a.redirects = append(a.redirects, redirectAt{r: r, cmd: owner})
+			a.redirects = append(a.redirects, redirectAt{r: r, cmd: owner, cwd: a.cwd, links: a.links})
 		}
 	}
 }
@@ -293,6 +411,15 @@ func (a *analyzer) nested(s *src, node syntax.Node, wrappers []string) []int {
 	var proc []int
 	syntax.Walk(node, func(n syntax.Node) bool {
 		switch x := n.(type) {
+		case *syntax.Lit:
+			a.subscript(x.Value, s, x)
+		case *syntax.SglQuoted:
+			a.subscript(x.Value, s, x)
+		case *syntax.ParamExp:
+			a.assignNode(n)
+			a.evaluatingExpansion(s, x)
+		case *syntax.BinaryArithm, *syntax.UnaryArithm:
+			a.assignNode(n)
 		case *syntax.CmdSubst:
 			a.stmts(s, x.Stmts, wrappers)
 			return false
@@ -307,6 +434,37 @@ func (a *analyzer) nested(s *src, node syntax.Node, wrappers []string) []int {
 		return true
 	})
 	return proc
+}
+
+// mayKnow reports whether expanding parts could give a known value: no
+// plain reference to a variable the script did not set (HOME and PWD
+// aside), no process substitution.
+func (a *analyzer) mayKnow(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		switch x := p.(type) {
+		case *syntax.DblQuoted:
+			if !a.mayKnow(x.Parts) {
+				return false
+			}
+		case *syntax.ParamExp:
+			if x.Param == nil || x.Exp != nil || x.Excl || x.Length || x.Width || x.Index != nil || x.Slice != nil || x.Repl != nil || x.Names != 0 {
+				continue
+			}
+			n := x.Param.Value
+			if t, ok := a.vars[n]; ok {
+				if !t.known {
+					return false
+				}
+				continue
+			}
+			if n != "HOME" && n != "PWD" || a.taintAll {
+				return false
+			}
+		case *syntax.ProcSubst:
+			return false
+		}
+	}
+	return true
 }
 
 // dynamic reports whether a word's value is only known at run time.
@@ -388,11 +546,37 @@ func (a *analyzer) words(s *src, w *syntax.Word) []Word { return a.appendWords(n
 
 // appendWords appends the arguments w stands for to dst.
 func (a *analyzer) appendWords(dst []Word, s *src, w *syntax.Word) []Word {
+	return a.appendWordsAt(dst, s, w, false)
+}
+
+// appendWordsAt is appendWords; commandPos is set for the word in a
+// program's position.
+func (a *analyzer) appendWordsAt(dst []Word, s *src, w *syntax.Word, commandPos bool) []Word {
 	raw := rawText(s, w)
 	if dynamic(w) {
+		if a.mayKnow(w.Parts) {
+			if fields, ok := a.expandWord(w, commandPos); ok {
+				for _, f := range fields {
+					a.subscript(f, s, w)
+					dst = append(dst, Word{Value: f, Raw: raw})
+				}
+				return dst
+			}
+		}
+		return append(dst, Word{Value: raw, Dynamic: true, Raw: raw})
+	}
+	if false {
+		if fields, ok := a.expandWord(w, commandPos); ok {
+			for _, f := range fields {
+				a.subscript(f, s, w)
+				dst = append(dst, Word{Value: f, Raw: raw})
+			}
+			return dst
+		}
 		return append(dst, Word{Value: raw, Dynamic: true, Raw: raw})
 	}
 	if v, ok := plainValue(w); ok {
+		a.subscript(v, s, w)
 		return append(dst, Word{Value: v, Raw: raw})
 	}
 	fields, err := expandFields(w)
@@ -403,9 +587,64 @@ func (a *analyzer) appendWords(dst []Word, s *src, w *syntax.Word) []Word {
 		return append(dst, Word{Value: "", Raw: raw})
 	}
 	for _, f := range fields {
+		a.subscript(f, s, w)
 		dst = append(dst, Word{Value: f, Raw: raw})
 	}
 	return dst
+}
+
+// subscript reports as unanalysable a value holding an array subscript
+// with a substitution (a[$(...)]): bash runs it wherever it evaluates the
+// value as a variable name or arithmetic (test -v, printf -v, read,
+// declare, ${!ref}, (( ))).
+func (a *analyzer) subscript(v string, s *src, n syntax.Node) {
+	i := strings.IndexByte(v, '[')
+	if i < 0 {
+		return
+	}
+	rest := v[i:]
+	if strings.Contains(rest, "$(") || strings.Contains(rest, "`") || strings.Contains(rest, "<(") || strings.Contains(rest, ">(") {
+		a.unanalysable("nested-script", "an array subscript with a command substitution ("+v+") runs the command wherever bash evaluates it", pos(n.Pos().Line(), n.Pos().Col()))
+	}
+}
+
+// evaluatingExpansion reports as unanalysable the expansions that run
+// code held in a variable: ${x@P} (prompt expansion runs $(...)) and
+// ${!x} (the name x holds may carry a subscript with a substitution),
+// unless the checker knows the variable's value and it holds none.
+func (a *analyzer) evaluatingExpansion(s *src, x *syntax.ParamExp) {
+	prompt := x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && x.Exp.Word != nil && x.Exp.Word.Lit() == "P"
+	if (!prompt && !x.Excl) || x.Param == nil || x.Names != 0 {
+		return
+	}
+	if t, ok := a.vars[x.Param.Value]; ok && t.known && t.v.Kind == expand.String &&
+		!strings.Contains(t.v.Str, "$(") && !strings.Contains(t.v.Str, "`") && (prompt || !strings.Contains(t.v.Str, "[")) {
+		return
+	}
+	what := "${!" + x.Param.Value + "}"
+	if prompt {
+		what = "${" + x.Param.Value + "@P}"
+	}
+	a.unanalysable("nested-script", what+" evaluates a value only known at run time, which can run commands", pos(x.Pos().Line(), x.Pos().Col()))
+}
+
+// quotedDelim reports whether a here-document's delimiter is quoted (the
+// body is then taken literally).
+func quotedDelim(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
+	for _, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.SglQuoted, *syntax.DblQuoted:
+			return true
+		case *syntax.Lit:
+			if strings.ContainsRune(x.Value, '\\') {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var expandConfig = &expand.Config{}
@@ -430,48 +669,64 @@ func rawText(s *src, n syntax.Node) string {
 }
 
 // call records a simple command.
-func (a *analyzer) call(s *src, c *syntax.CallExpr, stg stage, wrappers []string, redirs []Redirect) {
+func (a *analyzer) call(s *src, c *syntax.CallExpr, stg stage, wrappers []string, redirs []Redirect, in *stdinFrom) {
 	var assigns []string
+	var vals []Word
 	for _, as := range c.Assigns {
 		a.nested(s, as.Value, wrappers)
 		if as.Array != nil {
 			a.nested(s, as.Array, wrappers)
 		}
+		if as.Index != nil {
+			a.nested(s, as.Index, wrappers)
+		}
 		if as.Name != nil {
 			assigns = append(assigns, as.Name.Value)
+			vals = append(vals, a.assignValue(s, as))
 		}
 	}
 	args := make([]Word, 0, len(c.Args))
 	var proc []int
-	for _, w := range c.Args {
+	substFirst := len(a.rep.Commands)
+	for i, w := range c.Args {
 		proc = append(proc, a.nested(s, w, wrappers)...)
-		args = a.appendWords(args, s, w)
+		args = a.appendWordsAt(args, s, w, i == 0)
 	}
+	substEnd := len(a.rep.Commands)
 	if len(args) == 0 {
+		for i, as := range c.Assigns {
+			if as.Name != nil {
+				a.track(as, vals[i], s)
+			}
+		}
 		// Assignments alone set shell variables: nothing runs, but a
 		// loader variable exported later still matters to the rules.
 		if len(assigns) > 0 || len(redirs) > 0 {
-			idx := a.record(Command{Args: []Word{}, Assigns: assigns, Redirects: redirs, Depth: s.depth, Pos: pos(c.Pos().Line(), c.Pos().Col()), Wrappers: wrappers}, info{stage: stg})
+			idx := a.record(Command{Args: []Word{}, Assigns: assigns, assignVals: vals, Redirects: redirs, Depth: s.depth, Pos: pos(c.Pos().Line(), c.Pos().Col()), Wrappers: wrappers}, info{stage: stg})
 			for _, r := range redirs {
-				a.redirects = append(a.redirects, redirectAt{r: r, cmd: idx})
+				a.redirects = append(a.redirects, redirectAt{r: r, cmd: idx, cwd: a.cwd, links: a.links})
 			}
 		}
 		return
 	}
-	base := Command{Wrappers: wrappers, Assigns: assigns, Redirects: redirs, Depth: s.depth, Pos: pos(c.Pos().Line(), c.Pos().Col())}
+	base := Command{Wrappers: wrappers, Assigns: assigns, assignVals: vals, Redirects: redirs, Depth: s.depth, Pos: pos(c.Pos().Line(), c.Pos().Col()), stdin: in}
 	first := len(a.rep.Commands)
 	a.command(args, base, stg)
+	a.builtinAssigns(args)
 	for _, r := range redirs {
 		owner := -1
 		if len(a.rep.Commands) > first {
 			owner = first
 		}
-		a.redirects = append(a.redirects, redirectAt{r: r, cmd: owner})
+		a.redirects = append(a.redirects, redirectAt{r: r, cmd: owner, cwd: a.cwd, links: a.links})
 	}
-	if len(proc) > 0 {
+	if len(proc) > 0 || substEnd > substFirst {
 		for i := first; i < len(a.rep.Commands); i++ {
 			if a.rep.Commands[i].Depth == s.depth {
 				a.infos[i].procSubstCmds = append(a.infos[i].procSubstCmds, proc...)
+				for k := substFirst; k < substEnd; k++ {
+					a.infos[i].substCmds = append(a.infos[i].substCmds, k)
+				}
 			}
 		}
 	}
@@ -481,19 +736,121 @@ func (a *analyzer) call(s *src, c *syntax.CallExpr, stg stage, wrappers []string
 // program, but the variables they export matter to the rules.
 func (a *analyzer) decl(s *src, d *syntax.DeclClause, wrappers []string) {
 	var assigns []string
+	var vals []Word
+	at := pos(d.Pos().Line(), d.Pos().Col())
+	nameref, integer := false, false
+	for _, as := range d.Args {
+		if as.Naked && as.Name == nil && as.Value != nil {
+			if v, ok := plainValue(as.Value); ok && strings.HasPrefix(v, "-") {
+				nameref = nameref || strings.ContainsRune(v, 'n')
+				integer = integer || strings.ContainsRune(v, 'i')
+			}
+		}
+	}
+	if nameref {
+		a.taint()
+	}
 	for _, as := range d.Args {
 		a.nested(s, as.Value, wrappers)
 		if as.Array != nil {
 			a.nested(s, as.Array, wrappers)
 		}
-		if as.Name != nil && !as.Naked {
+		if as.Index != nil {
+			a.nested(s, as.Index, wrappers)
+		}
+		switch {
+		case as.Name != nil && !as.Naked:
 			assigns = append(assigns, as.Name.Value)
-		} else if as.Name != nil && as.Naked && d.Variant.Value == "export" {
-			assigns = append(assigns, as.Name.Value)
+			v := a.assignValue(s, as)
+			if integer {
+				v = Word{Value: v.Raw, Raw: v.Raw, Dynamic: true}
+			}
+			vals = append(vals, v)
+			a.track(as, v, s)
+		case as.Name != nil && as.Naked:
+			if d.Variant.Value == "export" {
+				assigns = append(assigns, as.Name.Value)
+				vals = append(vals, Word{Value: "$" + as.Name.Value, Raw: "$" + as.Name.Value, Dynamic: true})
+			}
+			if d.Variant.Value == "local" || d.Variant.Value == "declare" || d.Variant.Value == "typeset" {
+				a.forget(as.Name.Value)
+			}
+		case as.Naked && as.Value != nil:
+			// export "NAME=value": an assignment written as one word.
+			w := a.word(s, as.Value)
+			if w.Dynamic {
+				if strings.HasPrefix(w.Raw, "-") {
+					continue
+				}
+				a.taint()
+				a.unanalysable("dynamic-argument", d.Variant.Value+" of "+w.Raw+": the variable's name is only known at run time", at)
+				continue
+			}
+			name, val, ok := strings.Cut(w.Value, "=")
+			if strings.HasPrefix(w.Value, "-") {
+				continue
+			}
+			name = strings.TrimSuffix(name, "+")
+			if !ok || !validName(name) {
+				if validName(strings.SplitN(w.Value, "[", 2)[0]) {
+					a.forget(strings.SplitN(w.Value, "[", 2)[0])
+				}
+				continue
+			}
+			assigns = append(assigns, name)
+			vals = append(vals, Word{Value: val, Raw: w.Raw})
+			a.set(name, tracked{known: !integer, v: strVar(val)})
 		}
 	}
 	args := []Word{{Value: d.Variant.Value, Raw: d.Variant.Value}}
-	a.record(Command{Args: args, Name: d.Variant.Value, Assigns: assigns, Wrappers: wrappers, Depth: s.depth, Pos: pos(d.Pos().Line(), d.Pos().Col())}, info{})
+	a.record(Command{Args: args, Name: d.Variant.Value, Assigns: assigns, assignVals: vals, Wrappers: wrappers, Depth: s.depth, Pos: at}, info{})
+}
+
+// assignValue is the value an assignment gives, as a Word.
+func (a *analyzer) assignValue(s *src, as *syntax.Assign) Word {
+	if as.Array != nil || as.Index != nil {
+		raw := rawText(s, as)
+		return Word{Value: raw, Raw: raw, Dynamic: true}
+	}
+	if as.Value == nil {
+		return Word{}
+	}
+	raw := rawText(s, as.Value)
+	if v, ok := a.expandLiteral(as.Value); ok {
+		a.subscript(v, s, as.Value)
+		return Word{Value: v, Raw: raw}
+	}
+	return Word{Value: raw, Raw: raw, Dynamic: true}
+}
+
+// track follows a shell assignment (x=v, x=(a b), x+=v, a[i]=v).
+func (a *analyzer) track(as *syntax.Assign, v Word, s *src) {
+	name := as.Name.Value
+	switch {
+	case as.Index != nil || as.Append:
+		a.forget(name)
+	case as.Array != nil:
+		var list []string
+		for _, el := range as.Array.Elems {
+			if el.Index != nil || el.Value == nil {
+				a.forget(name)
+				return
+			}
+			ws := a.appendWords(nil, s, el.Value)
+			for _, w := range ws {
+				if w.Dynamic {
+					a.forget(name)
+					return
+				}
+				list = append(list, w.Value)
+			}
+		}
+		a.set(name, tracked{known: true, v: expand.Variable{Set: true, Kind: expand.Indexed, List: list}})
+	case v.Dynamic:
+		a.forget(name)
+	default:
+		a.set(name, tracked{known: true, v: strVar(v.Value)})
+	}
 }
 
 // record adds a command to the report and returns its index.
@@ -506,6 +863,7 @@ func (a *analyzer) record(c Command, in info) int {
 		}
 	}
 	a.rep.Commands = append(a.rep.Commands, c)
+	in.cwd, in.links = a.cwd, a.links
 	a.infos = append(a.infos, in)
 	return len(a.rep.Commands) - 1
 }
