@@ -145,6 +145,15 @@ func TestCgroupPoolReusesAndKeeps(t *testing.T) {
 	}
 	syscall.Kill(left[0], syscall.SIGKILL)
 	proctest.NoSurvivors(t, token)
+	// A killed process leaves its cgroup only once it has finished
+	// exiting, which on a busy machine can be after it stopped looking
+	// alive in /proc.
+	pool.mu.Lock()
+	waiting := pool.kept[0]
+	pool.mu.Unlock()
+	for deadline := time.Now().Add(10 * time.Second); waiting.populated() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	run(t, Spec{Command: "true"}) // reaps it, and recycles its cgroup
 	pool.mu.Lock()
 	kept = len(pool.kept)
