@@ -17,18 +17,23 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// ptsEntries lists /dev/pts, to check that no pseudo-terminal leaked.
-func ptsEntries(t testing.TB) map[string]bool {
+// ptyFDs counts this process's descriptors open on a pseudo-terminal
+// (a master, /dev/ptmx, or a slave, /dev/pts/N): a session that leaked
+// its terminal leaves one behind. (Counting /dev/pts entries instead would
+// see the terminals of other tests running on the machine.)
+func ptyFDs(t testing.TB) int {
 	t.Helper()
-	es, err := os.ReadDir("/dev/pts")
+	es, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := map[string]bool{}
+	n := 0
 	for _, e := range es {
-		m[e.Name()] = true
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && (l == "/dev/ptmx" || strings.HasPrefix(l, "/dev/pts/")) {
+			n++
+		}
 	}
-	return m
+	return n
 }
 
 // start starts a session with a token in its environment and checks, at
@@ -36,6 +41,7 @@ func ptsEntries(t testing.TB) map[string]bool {
 // and that its pseudo-terminal is gone.
 func start(t *testing.T, spec Spec) *Session {
 	t.Helper()
+	fds := ptyFDs(t)
 	token := proctest.Token(t)
 	spec.Env = append(runner.SafeEnv(), token)
 	s, err := Start(spec)
@@ -47,10 +53,8 @@ func start(t *testing.T, spec Spec) *Session {
 		if left := proctest.Survivors(token); len(left) > 0 {
 			t.Errorf("processes survived the session: %v", left)
 		}
-		if name := s.PtsName(); name != "" {
-			if _, err := os.Stat(name); err == nil {
-				t.Errorf("%s still exists after the session ended", name)
-			}
+		if n := ptyFDs(t); n > fds {
+			t.Errorf("%d descriptors on a pseudo-terminal were left open (%d before)", n, fds)
 		}
 	})
 	return s

@@ -14,11 +14,13 @@ import (
 	"github.com/agentexec/agentexec/internal/proctest"
 	"github.com/agentexec/agentexec/policy"
 	"github.com/agentexec/agentexec/runner"
+	"github.com/agentexec/agentexec/sandbox"
 	"github.com/agentexec/agentexec/tool"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	goleak.VerifyTestMain(m)
 }
 
@@ -54,31 +56,34 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	before := ptsEntries(t)
+	before := ptyFDs(t)
 	t.Cleanup(func() {
 		f.m.Close()
 		if left := proctest.Survivors(f.token); len(left) > 0 {
 			t.Errorf("processes survived: %v", left)
 		}
-		for n := range ptsEntries(t) {
-			if !before[n] {
-				t.Errorf("/dev/pts/%s was left behind", n)
-			}
+		if n := ptyFDs(t); n > before {
+			t.Errorf("%d descriptors on a pseudo-terminal were left open (%d before)", n, before)
 		}
 	})
 	return f
 }
 
-func ptsEntries(t testing.TB) map[string]bool {
-	es, err := os.ReadDir("/dev/pts")
+// ptyFDs counts this process's descriptors on a pseudo-terminal (see the
+// terminal package's tests).
+func ptyFDs(t testing.TB) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := map[string]bool{}
+	n := 0
 	for _, e := range es {
-		m[e.Name()] = true
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && (l == "/dev/ptmx" || strings.HasPrefix(l, "/dev/pts/")) {
+			n++
+		}
 	}
-	return m
+	return n
 }
 
 // call dispatches one call in conversation "c1".

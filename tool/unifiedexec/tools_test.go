@@ -332,7 +332,7 @@ func TestIdleExpiry(t *testing.T) {
 
 func TestShutdownEndsEverySession(t *testing.T) {
 	f := newFixture(t)
-	before := ptsEntries(t)
+	before := ptyFDs(t)
 	for _, in := range []map[string]any{
 		{"cmd": "sleep 100 & setsid sleep 100 & trap '' TERM HUP; wait", "tty": true},
 		{"cmd": "bash --norc -i", "tty": true},
@@ -344,8 +344,8 @@ func TestShutdownEndsEverySession(t *testing.T) {
 	}
 	f.exec.Grace = 100 * time.Millisecond
 	f.m.Close()
-	if left := ptsEntries(t); len(left) > len(before) {
-		t.Errorf("/dev/pts: %d entries before, %d after", len(before), len(left))
+	if after := ptyFDs(t); after > before {
+		t.Errorf("descriptors on a pseudo-terminal: %d before, %d after", before, after)
 	}
 	res := f.call(ExecCommandName, map[string]any{"cmd": "true"})
 	if !res.IsError || !strings.Contains(res.Text, "shutting down") {
