@@ -176,7 +176,7 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 		case unifiedexec.ExecCommandName:
 			t = &unifiedexec.ExecCommand{Sessions: h.Sessions, Env: h.Env, Grace: grace, Sandbox: h.Sandbox}
 		case unifiedexec.WriteStdinName:
-			t = &unifiedexec.WriteStdin{Sessions: h.Sessions, ProgramInput: programInput(cfg)}
+			t = &unifiedexec.WriteStdin{Sessions: h.Sessions, ProgramInput: programInput(cfg), Checks: []policy.Checker{eng}}
 		default:
 			return nil, fmt.Errorf("host: unknown contract %q; the contracts are %s", name, strings.Join(config.Contracts, ", "))
 		}

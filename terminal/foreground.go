@@ -3,9 +3,10 @@ package terminal
 import "path/filepath"
 
 // Foreground is the program that reads a session's input: on a terminal,
-// the newest process of the terminal's foreground process group that has
-// no child in that group (so `bash -c 'python3; echo'` reads as python3);
-// on pipes, the newest such process of the session.
+// a process of the terminal's foreground process group that has no child
+// in that group (so `bash -c 'python3; echo'` reads as python3); on pipes,
+// such a process of the session. When there are several, a shell among
+// them is chosen (its input is then checked as commands), else the newest.
 type Foreground struct {
 	// Pid is the process's id; zero when it could not be found.
 	Pid int

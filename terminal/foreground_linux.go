@@ -60,7 +60,10 @@ func foreground(leader int, tty bool) Foreground {
 		}
 		cands = append(cands, st)
 	}
+	// Among the leaves, a shell wins (it may be the one reading, and its
+	// input is checked), then the newest.
 	var best *stat
+	bestShell := false
 	for i := range cands {
 		c := &cands[i]
 		leaf := true
@@ -70,16 +73,32 @@ func foreground(leader int, tty bool) Foreground {
 				break
 			}
 		}
-		if leaf && (best == nil || c.start > best.start || (c.start == best.start && c.pid > best.pid)) {
-			best = c
+		if !leaf {
+			continue
+		}
+		shell := IsShell(c.comm) || IsShell(exeName(c.pid))
+		switch {
+		case best == nil, shell && !bestShell,
+			shell == bestShell && (c.start > best.start || (c.start == best.start && c.pid > best.pid)):
+			best, bestShell = c, shell
 		}
 	}
 	if best == nil {
 		return Foreground{}
 	}
-	name := best.comm
-	if exe, err := os.Readlink("/proc/" + strconv.Itoa(best.pid) + "/exe"); err == nil {
-		name = filepath.Base(exe)
+	name := exeName(best.pid)
+	if name == "" {
+		name = best.comm
 	}
-	return Foreground{Pid: best.pid, Name: name, Shell: IsShell(name) || IsShell(best.comm)}
+	return Foreground{Pid: best.pid, Name: name, Shell: bestShell}
+}
+
+// exeName is the base name of pid's executable, or "" when it cannot be
+// read.
+func exeName(pid int) string {
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return ""
+	}
+	return filepath.Base(exe)
 }

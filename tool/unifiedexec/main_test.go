@@ -47,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{t: t, m: &Manager{}, log: &audit.Memory{}, token: proctest.Token(t)}
 	f.m.Audit = f.log
 	f.exec = &ExecCommand{Env: append(runner.SafeEnv(), f.token)}
-	f.write = &WriteStdin{ProgramInput: "allow"}
+	f.write = &WriteStdin{ProgramInput: "allow", Checks: []policy.Checker{eng}}
 	f.r = tool.NewRegistry()
 	f.r.Checkers = []policy.Checker{eng}
 	f.r.Audit = f.log

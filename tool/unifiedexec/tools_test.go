@@ -470,3 +470,38 @@ func TestTruncate(t *testing.T) {
 		t.Errorf("%q", out)
 	}
 }
+
+// TestTypeaheadIsChecked: input to a program that is not a shell is still
+// refused when a line would be denied as a shell command, since what the
+// program leaves unread reaches the shell that reads next. Echo-off input
+// (a password prompt) is checked the same way, and still recorded by
+// length only.
+func TestTypeaheadIsChecked(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "pushed")
+	res := f.call(ExecCommandName, map[string]any{"cmd": "git() { touch " + mark + "; }; export -f git; stty -echo; echo ready; sleep 1; exec bash --norc --noprofile --noediting", "tty": true, "yield_time_ms": 250})
+	id := running(t, res)
+	f.until(id, output(res), "ready")
+	for _, chars := range []string{"git push --force origin main\n", "echo fine\rgit push -f\n"} {
+		res = f.call(WriteStdinName, map[string]any{"session_id": id, "chars": chars})
+		if !res.IsError || res.Kind != tool.KindPermissionDenied || !strings.Contains(res.Text, "a shell may read what the program leaves unread") {
+			t.Fatalf("typeahead %q: %q", chars, res.Text)
+		}
+	}
+	res = f.call(WriteStdinName, map[string]any{"session_id": id, "chars": "echo still here\n", "yield_time_ms": 3000})
+	got := f.until(id, output(res), "still here")
+	res = f.call(WriteStdinName, map[string]any{"session_id": id, "chars": "git push --force\n"})
+	if !res.IsError {
+		t.Fatalf("a denied line typed into the shell with echo off: %q", res.Text)
+	}
+	exited(t, f.call(WriteStdinName, map[string]any{"session_id": id, "chars": "exit 0\n", "yield_time_ms": 5000}), "0")
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatalf("a refused line ran; output %q", got)
+	}
+	for _, ev := range f.log.Events() {
+		if ev.Type == "session.input" && ev.Command != "" {
+			t.Errorf("input typed with echo off was recorded: %+v", ev)
+		}
+	}
+}

@@ -29,6 +29,12 @@ type WriteStdin struct {
 	// ask. Input to a shell is always checked line by line instead, and
 	// input to a sandboxed session's program is allowed.
 	ProgramInput string
+	// Checks are the policy's checkers (the host gives its engine). Input
+	// to a program that is not a shell is also checked with them, line by
+	// line, and refused when a line would be denied as a shell command:
+	// what a program leaves unread reaches the shell that runs it next
+	// (typeahead). Parse errors and "ask" do not refuse there.
+	Checks []policy.Checker
 }
 
 // Name returns "write_stdin".
@@ -69,7 +75,13 @@ func (*WriteStdin) Annotations() tool.Annotations {
 // ProgramInput); shell lines are decided by the registry's checkers.
 func (t *WriteStdin) Preflight(r policy.Request) policy.Decision {
 	kind := r.Metadata["session_input"]
-	if (kind != "program" && kind != "hidden") || r.Metadata["sandboxed"] == "true" {
+	if kind != inputProgram && kind != inputHidden {
+		return policy.Allowed
+	}
+	if d := t.typeahead(r); d.Verdict == policy.Deny {
+		return d
+	}
+	if r.Metadata["sandboxed"] == "true" {
 		return policy.Allowed
 	}
 	prog := r.Metadata["program"]
@@ -89,6 +101,27 @@ func (t *WriteStdin) Preflight(r policy.Request) policy.Decision {
 		d.Verdict = policy.Ask
 	}
 	return d
+}
+
+// typeahead checks each line of input meant for a program as the shell
+// command it would become if a shell read it instead, and returns the
+// first denial (parse errors and asks excepted).
+func (t *WriteStdin) typeahead(r policy.Request) policy.Decision {
+	if len(t.Checks) == 0 {
+		return policy.Allowed
+	}
+	for _, line := range strings.FieldsFunc(r.Metadata["input"], func(c rune) bool { return c == '\n' || c == '\r' || c == 0x04 }) {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		d := policy.CheckAll(policy.Request{Tool: r.Tool, Conversation: r.Conversation, Command: line, Shell: "bash"}, t.Checks...)
+		if d.Verdict == policy.Deny && d.Rule != policy.RuleParseError {
+			d.Text = ""
+			d.Reason = "this input would be refused as a shell command, and a shell may read what the program leaves unread: " + d.Reason
+			return d
+		}
+	}
+	return policy.Allowed
 }
 
 // WriteInput is a validated write_stdin call.
@@ -255,8 +288,10 @@ func (a *writeAction) Request() policy.Request {
 		}
 		return policy.Request{Command: a.lines, Shell: shell, Metadata: map[string]string{"session_input": inputShell, "session": a.e.ID}}
 	case inputProgram, inputHidden:
+		// The input goes in Metadata, which the audit log does not record,
+		// for Preflight's typeahead check.
 		return policy.Request{Metadata: map[string]string{"session_input": a.kind, "session": a.e.ID, "program": a.fg.Name,
-			"sandboxed": strconv.FormatBool(a.e.Sandboxed)}}
+			"sandboxed": strconv.FormatBool(a.e.Sandboxed), "input": a.in.Chars}}
 	}
 	return policy.Request{Metadata: map[string]string{"session": a.e.ID}}
 }
