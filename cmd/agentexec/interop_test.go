@@ -36,9 +36,11 @@ func TestTypeScriptClient(t *testing.T) {
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	work := t.TempDir()
-	out, err := exec.CommandContext(ctx, node, "testdata/interop.mjs", sdk, bin, work).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "interop ok") {
-		t.Fatalf("the TypeScript client failed: %v\n%s", err, out)
+	for _, script := range []string{"testdata/interop.mjs", "testdata/interop_sessions.mjs"} {
+		work := t.TempDir()
+		out, err := exec.CommandContext(ctx, node, script, sdk, bin, work).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "interop ok") {
+			t.Fatalf("the TypeScript client failed (%s): %v\n%s", script, err, out)
+		}
 	}
 }
