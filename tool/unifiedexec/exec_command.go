@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,6 +82,10 @@ func (*ExecCommand) Annotations() tool.Annotations {
 func (t *ExecCommand) Preflight(r policy.Request) policy.Decision {
 	return policy.CheckAll(r, t.Checks...)
 }
+
+// Shells are the shells the shell field may name: the policy checks cmd as
+// shell source, so cmd must be read by a shell that reads it that way.
+var Shells = []string{"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash"}
 
 // ExecInput is a validated exec_command call.
 type ExecInput struct {
@@ -160,6 +165,9 @@ func DecodeExec(raw json.RawMessage) (*ExecInput, *tool.ValidationError) {
 		if err := tool.CheckArgString(f.name, *f.dst); err != nil {
 			return nil, err.(*tool.ValidationError)
 		}
+	}
+	if in.Shell != "" && !slices.Contains(Shells, filepath.Base(in.Shell)) {
+		return nil, vErr("shell", "must be one of %s (a name, or a path to one of them); got %q. To run another interpreter, put it in cmd", strings.Join(Shells, ", "), shorten(in.Shell, 40))
 	}
 	var verr *tool.ValidationError
 	if in.TTY, verr = boolArg(a, "tty"); verr != nil {

@@ -111,7 +111,7 @@ type Entry struct {
 	timer *time.Timer
 }
 
-// ErrLimit is returned by Manager.reserve with the text the model sees.
+// limitError is a refusal by the limits, with the text the model sees.
 type limitError struct{ msg string }
 
 func (e *limitError) Error() string { return e.msg }

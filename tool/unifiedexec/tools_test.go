@@ -391,6 +391,8 @@ func TestValidation(t *testing.T) {
 		{ExecCommandName, `{"cmd":"true","yield_time_ms":-1}`, "yield_time_ms: must not be negative"},
 		{ExecCommandName, `{"cmd":"true","max_output_tokens":0}`, "max_output_tokens: must be at least 1"},
 		{ExecCommandName, `{"cmd":"true","bogus":1}`, "bogus: is not a known field"},
+		{ExecCommandName, `{"cmd":"print(1)","shell":"python3"}`, "shell: must be one of bash, sh"},
+		{ExecCommandName, `{"cmd":"true","shell":"/tmp/bash-like"}`, "shell: must be one of"},
 		{WriteStdinName, `{}`, "session_id: is required"},
 		{WriteStdinName, `{"session_id":5}`, "session_id: must be a string"},
 		{WriteStdinName, `{"session_id":"abc","chars":7}`, "chars: must be a string"},
