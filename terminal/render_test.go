@@ -65,6 +65,23 @@ func TestRing(t *testing.T) {
 	}
 }
 
+func TestRingGrowsWithUse(t *testing.T) {
+	r := NewRing(DefaultRingSize)
+	r.Write([]byte("hello"))
+	if cap(r.buf) > 4096 {
+		t.Errorf("a ring holding 5 bytes uses %d", cap(r.buf))
+	}
+	big := bytes.Repeat([]byte("x"), DefaultRingSize+10)
+	r.Write(big)
+	if len(r.buf) != DefaultRingSize || cap(r.buf) != DefaultRingSize {
+		t.Errorf("a full ring uses %d (len %d)", cap(r.buf), len(r.buf))
+	}
+	b, _, dropped := r.Read(nil, 0, 0)
+	if len(b) != DefaultRingSize || dropped != 15 {
+		t.Errorf("read %d, dropped %d", len(b), dropped)
+	}
+}
+
 func FuzzFilter(f *testing.F) {
 	for _, s := range []string{"a\r\nb", "\x1b[31mx\x1b[0m", "\x1b]0;t\x07", "10%\r20%", "é\xff", "\x1b[9999999999G"} {
 		f.Add([]byte(s), 3)
