@@ -53,6 +53,49 @@ func BenchmarkTrue(b *testing.B) {
 	}
 }
 
+// BenchmarkTrueInterleaved runs the three calls of BenchmarkTrue in turn
+// in every iteration, so that a machine whose load changes during the run
+// affects them alike, and reports each one's mean time and the ratios to
+// the bash baseline.
+func BenchmarkTrueInterleaved(b *testing.B) {
+	eng, err := policy.NewEngine(policy.Guarded, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &tool.Call{Conversation: "bench", WorkDir: b.TempDir()}
+	m := &Manager{}
+	defer m.Close()
+	r := tool.NewRegistry()
+	r.Checkers = []policy.Checker{eng}
+	r.Register(bash.New())
+	for _, tl := range All(m, &ExecCommand{}, &WriteStdin{}) {
+		r.Register(tl)
+	}
+	calls := []struct {
+		name, tool string
+		in         json.RawMessage
+	}{
+		{"bash", bash.Name, json.RawMessage(`{"command": "true"}`)},
+		{"pipes", ExecCommandName, json.RawMessage(`{"cmd": "true"}`)},
+		{"tty", ExecCommandName, json.RawMessage(`{"cmd": "true", "tty": true}`)},
+	}
+	total := make([]time.Duration, len(calls))
+	for b.Loop() {
+		for i, cl := range calls {
+			start := time.Now()
+			if res := r.Dispatch(context.Background(), c, cl.tool, cl.in); res.IsError {
+				b.Fatal(res.Text)
+			}
+			total[i] += time.Since(start)
+		}
+	}
+	for i, cl := range calls {
+		b.ReportMetric(float64(total[i].Microseconds())/float64(b.N)/1000, "ms/"+cl.name)
+	}
+	b.ReportMetric(float64(total[1])/float64(total[0]), "ratio-pipes")
+	b.ReportMetric(float64(total[2])/float64(total[0]), "ratio-tty")
+}
+
 // BenchmarkFirstOutput measures how long a pending empty write_stdin (a
 // poll) takes to return after the process prints: the session prints a
 // line each time it reads one, and the time runs from the write that makes
