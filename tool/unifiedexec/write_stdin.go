@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentexec/agentexec/audit"
 	"github.com/agentexec/agentexec/policy"
@@ -88,8 +89,12 @@ func (t *WriteStdin) Preflight(r policy.Request) policy.Decision {
 	if prog == "" {
 		prog = "the program"
 	}
+	what := "the input " + strconv.Quote(shorten(r.Metadata["input"], 200))
+	if kind == inputHidden {
+		what = fmt.Sprintf("%d characters typed with the terminal's echo off (a password prompt)", utf8.RuneCountInString(r.Metadata["input"]))
+	}
 	d := policy.Decision{Rule: RuleProgramInput,
-		Reason: fmt.Sprintf("input typed into %s (not a shell) cannot be checked like a command, and this session runs without a sandbox", prog),
+		Reason: fmt.Sprintf("%s, for %s (not a shell), cannot be checked like a command, and this session runs without a sandbox", what, prog),
 		Alternative: "Ask the user to allow it, or run the session under a sandbox profile (sandbox.profile), " +
 			"or run the program non-interactively with exec_command (for example python3 -c or a script file)"}
 	switch t.ProgramInput {
