@@ -398,6 +398,7 @@ func TestValidation(t *testing.T) {
 		{WriteStdinName, `{"session_id":"abc","chars":7}`, "chars: must be a string"},
 		{WriteStdinName, `{"session_id":"abc"}`, "no session with ID"},
 		{KillName, `{}`, "session_id: is required"},
+		{WriteStdinName, `{"session_id":"abc","chars":"` + strings.Repeat("x", MaxChars+1) + `"}`, "chars: is 65537 bytes; the limit is 65536"},
 	} {
 		res := f.r.Dispatch(context.Background(), &tool.Call{Conversation: "c1"}, c.name, []byte(c.input))
 		if !res.IsError || !strings.Contains(res.Text, c.want) {

@@ -45,7 +45,7 @@ func (*WriteStdin) Name() string { return WriteStdinName }
 func (*WriteStdin) Description(*tool.Call) string {
 	return `Writes characters to the stdin of a session that exec_command started (with tty=true, or pipe_stdin=true), then returns its new output with the same header as exec_command.
 
-- chars are sent as they are: include "\n" to press Enter; "\u0003" is Ctrl-C, "\u0004" is Ctrl-D (end of input), "\u001a" is Ctrl-Z.
+- chars are sent as they are: include "\n" to press Enter. On a terminal (tty=true), "\u0003" is Ctrl-C, "\u0004" is Ctrl-D (end of input), "\u001a" is Ctrl-Z; on a pipe they are plain bytes.
 - Empty chars just polls: it waits for new output (at least 5 seconds, up to 300 seconds with yield_time_ms) and returns as soon as some arrives or the process exits.
 - With chars, it waits yield_time_ms (default 250, 250 to 30000) or until the process exits.
 - Lines typed into a shell are checked by the same policy as commands; a refused line is not typed. Send whole lines: line-editing keys (Tab, arrows, Ctrl-A, ...) are refused at a shell prompt.
