@@ -292,6 +292,11 @@ func (s *Session) LastUse() time.Time { return time.Unix(0, s.lastUse.Load()) }
 
 func (s *Session) touch() { s.lastUse.Store(time.Now().UnixNano()) }
 
+// Exited is closed once the main process has exited and the rest of its
+// tree has been ended; Ended follows once the last output has been read
+// (at most TrailingOutput later).
+func (s *Session) Exited() <-chan struct{} { return s.proc.Done() }
+
 // Ended is closed once the process tree has ended and its last output has
 // been read; Result is then set.
 func (s *Session) Ended() <-chan struct{} { return s.ended }

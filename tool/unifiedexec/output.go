@@ -116,6 +116,19 @@ func settle(ctx context.Context, e *Entry, deadline time.Time) {
 			default:
 			}
 		case <-t.C:
+			// Quiet. A process that has exited is reported as such: wait
+			// for its last output rather than answer "running".
+			select {
+			case <-e.Session.Exited():
+				t := time.NewTimer(time.Until(deadline))
+				defer t.Stop()
+				select {
+				case <-e.Session.Ended():
+				case <-t.C:
+				case <-ctx.Done():
+				}
+			default:
+			}
 			return
 		case <-ctx.Done():
 			t.Stop()
