@@ -53,6 +53,10 @@ type Event struct {
 	StderrBytes int64    `json:"stderr_bytes,omitempty"`
 	Truncated   bool     `json:"truncated,omitempty"`
 	Sandbox     string   `json:"sandbox,omitempty"`
+	// Interactive sessions (exec_command, write_stdin): the session's id
+	// and the size of input typed into it.
+	Session    string `json:"session,omitempty"`
+	InputBytes int    `json:"input_bytes,omitempty"`
 }
 
 // Sink receives events. Write must be safe for concurrent use.

@@ -35,7 +35,7 @@ var defaultTOML string
 func Default() string { return defaultTOML }
 
 // Contracts are the tool contracts a configuration may enable.
-var Contracts = []string{"exec", "bash", "Exec", "shell.exec"}
+var Contracts = []string{"exec", "bash", "Exec", "shell.exec", "exec_command", "write_stdin"}
 
 // Config is the effective configuration.
 type Config struct {
@@ -71,6 +71,17 @@ type Tools struct {
 	Cgroup      string            `toml:"cgroup"`
 	JobTools    bool              `toml:"job_tools"`
 	ShellExec   ShellExec         `toml:"shell_exec"`
+	Sessions    Sessions          `toml:"sessions"`
+}
+
+// Sessions is [tools.sessions]: the limits of exec_command's interactive
+// sessions, and the decision on input typed into a program that is not a
+// shell in a session without a sandbox.
+type Sessions struct {
+	MaxLive            int      `toml:"max_live"`
+	MaxPerConversation int      `toml:"max_per_conversation"`
+	IdleTimeout        Duration `toml:"idle_timeout"`
+	ProgramInput       string   `toml:"program_input"`
 }
 
 // ShellExec is [tools.shell_exec]: the shell.exec tool's executable
@@ -399,7 +410,8 @@ var known = map[string][]string{
 	"":                 {"workspace", "profile", "env", "tools", "sandbox", "grants", "audit", "jobs", "rules"},
 	"sandbox":          {"profile", "best_effort", "hidden", "read_only", "read_write"},
 	"env":              {"pass", "set"},
-	"tools":            {"enabled", "names", "grace", "detach_after", "cgroup", "job_tools", "shell_exec"},
+	"tools":            {"enabled", "names", "grace", "detach_after", "cgroup", "job_tools", "shell_exec", "sessions"},
+	"tools.sessions":   {"max_live", "max_per_conversation", "idle_timeout", "program_input"},
 	"tools.shell_exec": {"allow_executables", "deny_executables", "require_approval_for_unknown", "default_timeout"},
 	"grants":           {"tools", "fs"},
 	"audit":            {"path", "max_size", "keep", "fail_closed"},
@@ -501,6 +513,14 @@ func (c *Config) validate(text string) error {
 				return fail(list.key, "%q: use an absolute path, or one starting with ~/", p)
 			}
 		}
+	}
+	if ss := c.Tools.Sessions; ss.MaxLive < 1 || ss.MaxPerConversation < 1 {
+		return fail("tools.sessions", "max_live and max_per_conversation must be at least 1")
+	}
+	switch c.Tools.Sessions.ProgramInput {
+	case "", "allow", "ask", "deny":
+	default:
+		return fail("tools.sessions.program_input", "%q: use allow, ask or deny (or leave it empty: allow in the open profile, ask otherwise)", c.Tools.Sessions.ProgramInput)
 	}
 	if c.Jobs.MaxLive < 0 {
 		return fail("jobs.max_live", "must not be negative (0: no cap)")

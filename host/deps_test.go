@@ -24,14 +24,15 @@ func TestImportDirection(t *testing.T) {
 		"mvdan.cc/sh/":                     {"safety"},
 		"github.com/BurntSushi/":           {"config"},
 		"github.com/modelcontextprotocol/": {"mcpserver"},
+		"github.com/creack/pty":            {"terminal"},
 	}
 	// layer: a package may import only packages of a lower layer.
 	layer := map[string]int{
 		"capture": 0, "safety": 0, "internal/proctest": 0,
 		"runner": 1, "policy": 1, "audit": 1,
-		"sandbox": 2,
-		"jobs":    3, "tool": 3,
-		"tool/exec": 4, "tool/bash": 4, "tool/execv": 4, "tool/shellexec": 4, "tool/jobtools": 4, "config": 4,
+		"sandbox": 2, "terminal": 2,
+		"jobs": 3, "tool": 3,
+		"tool/exec": 4, "tool/bash": 4, "tool/execv": 4, "tool/shellexec": 4, "tool/jobtools": 4, "tool/unifiedexec": 4, "config": 4,
 		"host": 5, "mcpserver": 6, "internal/cli": 7, "cmd/agentexec": 8, "cmd/agentexec-sandbox": 8,
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

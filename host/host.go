@@ -25,6 +25,7 @@ import (
 	"github.com/agentexec/agentexec/tool/execv"
 	"github.com/agentexec/agentexec/tool/jobtools"
 	"github.com/agentexec/agentexec/tool/shellexec"
+	"github.com/agentexec/agentexec/tool/unifiedexec"
 )
 
 // Host is an assembled configuration. Close it when done.
@@ -50,6 +51,9 @@ type Host struct {
 	// the runner's with runner.UseCgroups), or nil when tools.cgroup is
 	// off or the machine offers none.
 	Cgroups *runner.Cgroups
+	// Sessions holds the interactive sessions of exec_command and
+	// write_stdin (always set; empty when those tools are not enabled).
+	Sessions *unifiedexec.Manager
 }
 
 // DefaultAuditPath is where the audit log goes when the configuration
@@ -136,6 +140,8 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 		}
 	}
 	h.Sandbox = &box
+	h.Sessions = &unifiedexec.Manager{MaxLive: cfg.Tools.Sessions.MaxLive, MaxPerConversation: cfg.Tools.Sessions.MaxPerConversation,
+		IdleTimeout: time.Duration(cfg.Tools.Sessions.IdleTimeout)}
 	grace := time.Duration(cfg.Tools.Grace)
 	detach := time.Duration(cfg.Tools.DetachAfter)
 	r := tool.NewRegistry()
@@ -167,6 +173,10 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 				Jobs:           h.Jobs,
 				Sandbox:        h.Sandbox,
 			}
+		case unifiedexec.ExecCommandName:
+			t = &unifiedexec.ExecCommand{Sessions: h.Sessions, Env: h.Env, Grace: grace, Sandbox: h.Sandbox}
+		case unifiedexec.WriteStdinName:
+			t = &unifiedexec.WriteStdin{Sessions: h.Sessions, ProgramInput: programInput(cfg), Checks: []policy.Checker{eng}}
 		default:
 			return nil, fmt.Errorf("host: unknown contract %q; the contracts are %s", name, strings.Join(config.Contracts, ", "))
 		}
@@ -180,6 +190,13 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 	}
 	if cfg.Tools.JobTools && (seen[bash.Name] || (detach > 0 && seen[shellexec.Name])) {
 		for _, t := range jobtools.All(h.Jobs) {
+			if err := r.Register(t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if seen[unifiedexec.ExecCommandName] || seen[unifiedexec.WriteStdinName] {
+		for _, t := range []tool.Tool{&unifiedexec.List{Sessions: h.Sessions}, &unifiedexec.Kill{Sessions: h.Sessions}} {
 			if err := r.Register(t); err != nil {
 				return nil, err
 			}
@@ -204,6 +221,7 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 		default:
 			h.AuditFile = f
 			r.Audit = f
+			h.Sessions.Audit = f
 		}
 	}
 	if o.AuditWarn != nil {
@@ -225,10 +243,33 @@ func (h *Host) Call(conversation string) *tool.Call {
 	return &tool.Call{Conversation: conversation, WorkDir: h.Workspace, Grants: h.Grants}
 }
 
-// Close closes the audit log and the cgroup pool (after which commands
-// run without cgroup tracking).
+// programInput is tools.sessions.program_input, or its default for the
+// profile: allow in open, ask otherwise.
+func programInput(cfg *config.Config) string {
+	if v := cfg.Tools.Sessions.ProgramInput; v != "" {
+		return v
+	}
+	if cfg.Profile == string(policy.Open) {
+		return "allow"
+	}
+	return "ask"
+}
+
+// EndConversation ends what belongs to a conversation that is over: its
+// interactive sessions.
+func (h *Host) EndConversation(conversation string) {
+	if h.Sessions != nil {
+		h.Sessions.EndConversation(conversation)
+	}
+}
+
+// Close ends every interactive session, then closes the audit log and the
+// cgroup pool (after which commands run without cgroup tracking).
 func (h *Host) Close() error {
 	var errs []error
+	if h.Sessions != nil {
+		h.Sessions.Close()
+	}
 	if h.Cgroups != nil {
 		if runner.ActiveCgroups() == h.Cgroups {
 			runner.UseCgroups(nil)

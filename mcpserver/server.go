@@ -155,6 +155,7 @@ func (s *Server) sessionOf(ss *mcp.ServerSession) *session {
 		// everything it started in the foreground.
 		ss.Wait()
 		se.cancel()
+		s.h.EndConversation(se.id) // its interactive sessions end with it
 		s.mu.Lock()
 		delete(s.sessions, ss)
 		s.mu.Unlock()
@@ -303,6 +304,9 @@ func (s *Server) Shutdown(ctx context.Context) {
 		ss.Close()
 	}
 	s.h.Jobs.StopAll(ctx)
+	if s.h.Sessions != nil {
+		s.h.Sessions.Close()
+	}
 }
 
 // argsHash binds an approval to the exact arguments it was asked for.

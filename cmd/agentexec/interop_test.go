@@ -55,10 +55,12 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Fatalf("AGENTEXEC_TS_SDK_DIR=%s holds no @modelcontextprotocol/sdk (%v); install it with npm install --prefix %s @modelcontextprotocol/sdk@1", sdk, err, sdk)
 	}
 	bin := filepath.Join(buildAgentexec(t), "agentexec")
-	work := t.TempDir()
-	out, err := exec.CommandContext(ctx, node, "testdata/interop.mjs", sdk, bin, work).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "interop ok") {
-		t.Fatalf("the TypeScript client failed: %v\n%s", err, out)
+	for _, script := range []string{"testdata/interop.mjs", "testdata/interop_sessions.mjs"} {
+		work := t.TempDir()
+		out, err := exec.CommandContext(ctx, node, script, sdk, bin, work).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "interop ok") {
+			t.Fatalf("the TypeScript client failed (%s): %v\n%s", script, err, out)
+		}
 	}
 }
 

@@ -1,0 +1,5 @@
+//go:build race
+
+package unifiedexec
+
+const raceEnabled = true
