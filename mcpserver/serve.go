@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -19,13 +20,28 @@ import (
 // ServeStdio serves one client over stdin and stdout until it disconnects
 // or ctx is done. The calls it started in the foreground are cancelled when
 // it goes.
+//
+// A line that is not a JSON-RPC message is answered with a parse error
+// (-32700) or an invalid request (-32600) and skipped; a line over
+// Options.MaxLineBytes is answered and skipped without being buffered. A
+// client that closes its end of stdout (even without closing stdin) ends
+// the session and its calls: SIGPIPE is caught while serving, so that a
+// write to a closed stdout is an error, not the end of agentexec.
 func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.ServeTransport(ctx, &mcp.StdioTransport{})
+	stop := catchSIGPIPE()
+	defer stop()
+	return s.ServeIO(ctx, os.Stdin, os.Stdout)
 }
 
-// ServeIO is ServeStdio over the given streams.
-func (s *Server) ServeIO(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	return s.ServeTransport(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+// ServeIO is ServeStdio over the given streams. Where out is a pipe or a
+// socket, the client closing its reading end is noticed even while no
+// message is being written.
+func (s *Server) ServeIO(ctx context.Context, in io.ReadCloser, out io.Writer) error {
+	return s.ServeTransport(ctx, &lineTransport{in: in, out: out, max: s.o.MaxLineBytes, hook: func(c *lineConn) {
+		if f, ok := out.(*os.File); ok {
+			go watchHangup(f, c.closed, c.hangup)
+		}
+	}})
 }
 
 // ServeTransport serves one client over t until it disconnects or ctx is

@@ -43,6 +43,9 @@ type Options struct {
 	// Secret signs approval state handed to clients; nil means a random
 	// secret for the life of the process.
 	Secret []byte
+	// MaxLineBytes bounds one message over stdio; zero means
+	// DefaultMaxLineBytes.
+	MaxLineBytes int
 	// Logger receives the server's diagnostics; nil discards them.
 	Logger *slog.Logger
 }
