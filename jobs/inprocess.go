@@ -44,6 +44,10 @@ func (m *Manager) StartAttached(spec Spec, separate bool, onOutput func(runner.S
 	if err != nil {
 		return nil, err
 	}
+	if err := m.reserve(job.ID, spec.Conversation); err != nil {
+		os.RemoveAll(job.Dir)
+		return nil, err
+	}
 	p := &plan{Spec: spec, ID: job.ID, JobDir: job.Dir, Separate: separate}
 	m.mu.Lock()
 	if m.base == nil {
@@ -58,13 +62,20 @@ func (m *Manager) StartAttached(spec Spec, separate bool, onOutput func(runner.S
 		defer m.attached.Done()
 		defer close(a.done)
 		defer cancel()
-		a.res, a.err = runJobStreams(ctx, p, func(pid int) { started <- pid }, onOutput)
+		var last *Info
+		a.res, last, a.err = runJobStreams(ctx, p, func(info *Info) {
+			m.started(job.ID, info, nil, cancel)
+			started <- info.Pid
+		}, onOutput)
 		if a.err != nil {
 			started <- 0
+			return
 		}
+		m.finish(job.ID, job.Dir, last)
 	}()
 	if pid := <-started; pid == 0 {
 		<-a.done
+		m.release(job.ID)
 		os.RemoveAll(job.Dir)
 		return nil, a.err
 	} else {
