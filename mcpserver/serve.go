@@ -116,6 +116,17 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, o.MaxBodyBytes)
 		switch r.Method {
 		case http.MethodPost:
+			if r.Header.Get("Mcp-Session-Id") == "" {
+				// A new session: counted and created one at a time, so
+				// that concurrent clients cannot pass the limit together.
+				s.newSession.Lock()
+				defer s.newSession.Unlock()
+				if s.sessionCount() >= s.o.MaxSessions {
+					w.Header().Set("Retry-After", "10")
+					http.Error(w, fmt.Sprintf("too many sessions: this agentexec server already serves %d (server.max_sessions); end one (DELETE) or wait until an idle one expires", s.o.MaxSessions), http.StatusServiceUnavailable)
+					return
+				}
+			}
 			// The SDK keeps a call running when the request that carried
 			// it goes (a client may resume a stream), but this server
 			// keeps no events to resume from: a call whose request is gone
@@ -131,8 +142,8 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if s.ctx.Err() != nil {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		if err := s.Health(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain")
@@ -140,6 +151,15 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	})
 	mux.Handle("/", guarded)
 	return mux
+}
+
+// sessionCount is the number of sessions the SDK holds open.
+func (s *Server) sessionCount() int {
+	n := 0
+	for range s.srv.Sessions() {
+		n++
+	}
+	return n
 }
 
 // IsLoopback reports whether a listen address binds only to loopback.

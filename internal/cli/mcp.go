@@ -97,7 +97,7 @@ jobs, flushes the audit log and exits within --grace.`,
 			defer h.Close()
 			ctx, _, stop := interruptible(cmd.Context())
 			defer stop()
-			err = s.ListenAndServe(ctx, listen, mcpserver.HTTPOptions{Token: token}, grace, func(a net.Addr) {
+			err = s.ListenAndServe(ctx, listen, mcpserver.HTTPOptions{Token: token, SessionTimeout: time.Duration(h.Config.Server.SessionIdle)}, grace, func(a net.Addr) {
 				fmt.Fprintf(stderr, "agentexec: serving MCP on http://%s/ (health: /healthz)\n", a)
 			})
 			if err != nil {
@@ -127,7 +127,16 @@ func (o *setupOptions) server(cmd *cobra.Command, stderr io.Writer, verbose bool
 	if err != nil {
 		return nil, nil, err
 	}
-	return h, mcpserver.New(h, mcpserver.Options{Version: Version, Logger: logger(stderr, verbose)}), nil
+	// Jobs whose owner died (a server or supervisor killed with SIGKILL)
+	// are ended now, and recorded so.
+	if ended := h.Jobs.EndOrphans(cmd.Context()); len(ended) > 0 {
+		fmt.Fprintf(stderr, "agentexec: ended %d background job(s) left running by an agentexec process that died: %s\n", len(ended), strings.Join(ended, ", "))
+	}
+	sc := h.Config.Server
+	return h, mcpserver.New(h, mcpserver.Options{
+		Version: Version, Logger: logger(stderr, verbose),
+		MaxCalls: sc.MaxCallsPerSession, MaxCallsTotal: sc.MaxCalls, MaxSessions: sc.MaxSessions,
+	}), nil
 }
 
 // warner reports problems that do not stop agentexec (an audit log that

@@ -20,11 +20,12 @@ import (
 // mcpProcess is a real `agentexec mcp` with raw access to its stdin and
 // stdout.
 type mcpProcess struct {
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	out   *bufio.Reader
-	state string
-	dir   string // the workspace
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stdout io.ReadCloser
+	state  string
+	dir    string // the workspace
 }
 
 // startMCP starts `agentexec mcp` (the test binary as the CLI) with its
@@ -33,7 +34,11 @@ func startMCP(t *testing.T, token string, extra ...string) *mcpProcess {
 	t.Helper()
 	dir := t.TempDir()
 	state := filepath.Join(dir, "jobs")
-	args := append([]string{"mcp", "--state-dir", state, "--audit-log", "off"}, extra...)
+	// Commands carry the token, so that the test finds what survives.
+	name, value, _ := strings.Cut(token, "=")
+	config := filepath.Join(dir, "agentexec.toml")
+	os.WriteFile(config, fmt.Appendf(nil, "[env]\nset = { %s = %q }\n", name, value), 0o600)
+	args := append([]string{"mcp", "--config", config, "--state-dir", state, "--audit-log", "off", "--cwd", dir}, extra...)
 	argv, helper := proctest.HelperArgv(t, "cli", args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), helper, token, "GORACE=atexit_sleep_ms=0", "XDG_RUNTIME_DIR="+filepath.Join(dir, "run"))
@@ -50,7 +55,7 @@ func startMCP(t *testing.T, token string, extra ...string) *mcpProcess {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &mcpProcess{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), state: state, dir: dir}
+	p := &mcpProcess{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), stdout: out, state: state, dir: dir}
 	t.Cleanup(p.stop)
 	p.send(t, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if r := p.recv(t); r["id"] != "init" || r["result"] == nil {
@@ -189,5 +194,31 @@ func TestMCPStdioDuplicateID(t *testing.T) {
 		t.Fatalf("reuse after the answer: %v", r)
 	}
 	p.stop()
+	proctest.NoSurvivors(t, token)
+}
+
+// TestMCPStdioClientClosesReadEnd: a client that closes only its reading
+// end (the server's stdout) ends its running call, and the server exits,
+// though stdin stays open.
+func TestMCPStdioClientClosesReadEnd(t *testing.T) {
+	token := proctest.Token(t)
+	p := startMCP(t, token)
+	p.send(t, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo started > started; exec sleep 600"}}}`)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(filepath.Join(p.dir, "started")); len(b) > 0 && len(proctest.Survivors(token)) >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call did not start")
+		}
+	}
+	p.stdout.Close()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server still runs 20 s after its client closed its stdout")
+	}
 	proctest.NoSurvivors(t, token)
 }
