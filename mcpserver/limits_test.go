@@ -24,7 +24,9 @@ func serveHTTP(t *testing.T, s *Server, o HTTPOptions) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	go func() { done <- s.ListenAndServe(ctx, "127.0.0.1:0", o, 5*time.Second, func(a net.Addr) { addrc <- a }) }()
+	go func() {
+		done <- s.ListenAndServe(ctx, "127.0.0.1:0", o, 5*time.Second, func(a net.Addr) { addrc <- a })
+	}()
 	var addr net.Addr
 	select {
 	case addr = <-addrc:
