@@ -32,12 +32,17 @@ type mcpProcess struct {
 // job state in the test's directory, and initializes it.
 func startMCP(t *testing.T, token string, extra ...string) *mcpProcess {
 	t.Helper()
-	dir := t.TempDir()
+	return startMCPIn(t, token, t.TempDir(), extra...)
+}
+
+// startMCPIn is startMCP with its workspace and state in dir.
+func startMCPIn(t *testing.T, token, dir string, extra ...string) *mcpProcess {
+	t.Helper()
 	state := filepath.Join(dir, "jobs")
 	// Commands carry the token, so that the test finds what survives.
 	name, value, _ := strings.Cut(token, "=")
 	config := filepath.Join(dir, "agentexec.toml")
-	os.WriteFile(config, fmt.Appendf(nil, "[env]\nset = { %s = %q }\n", name, value), 0o600)
+	os.WriteFile(config, fmt.Appendf(nil, "[env]\nset = { %s = %q }\n[tools]\ngrace = \"200ms\"\n", name, value), 0o600)
 	args := append([]string{"mcp", "--config", config, "--state-dir", state, "--audit-log", "off", "--cwd", dir}, extra...)
 	argv, helper := proctest.HelperArgv(t, "cli", args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
