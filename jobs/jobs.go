@@ -165,6 +165,11 @@ func DefaultStateDir() string {
 	return filepath.Join(os.TempDir(), "agentexec-"+strconv.Itoa(os.Getuid()))
 }
 
+// PrivateDir creates dir (and its parents) as privateDir does, for other
+// private state of agentexec (a server's token file): a directory of this
+// user, mode 0700, not a link; anything else is refused with the reason.
+func PrivateDir(dir string) error { return privateDir(dir) }
+
 // privateDir creates dir (and its parents) and checks that it is a
 // directory owned by this user that nobody else can enter: a directory in
 // a shared temporary directory could have been planted by someone else.

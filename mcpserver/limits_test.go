@@ -109,7 +109,7 @@ func TestHTTPSessionLimit(t *testing.T) {
 	h, _ := newHost(t, proctest.Token(t))
 	s := New(h, Options{MaxSessions: 3})
 	defer s.Shutdown(context.Background())
-	url := serveHTTP(t, s, HTTPOptions{Token: "t"})
+	url := serveHTTP(t, s, HTTPOptions{Token: testToken})
 	var mu sync.Mutex
 	var ok []*mcp.ClientSession
 	refused := 0
@@ -121,7 +121,7 @@ func TestHTTPSessionLimit(t *testing.T) {
 			tr := &http.Transport{}
 			defer tr.CloseIdleConnections()
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
-				&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: "t", next: tr}}, DisableStandaloneSSE: true}, nil)
+				&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: testToken, next: tr}}, DisableStandaloneSSE: true}, nil)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -140,7 +140,7 @@ func TestHTTPSessionLimit(t *testing.T) {
 	}
 	// The refusal as a client sees it.
 	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
-	req.Header.Set("Authorization", "Bearer t")
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
@@ -157,7 +157,7 @@ func TestHTTPSessionLimit(t *testing.T) {
 	}
 	for deadline := time.Now().Add(10 * time.Second); s.sessionCount() > 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 	}
-	httpClient(t, url, "t")
+	httpClient(t, url, testToken)
 }
 
 // TestHTTPIdleSessionExpires: a session unused for session_idle is closed;
@@ -166,8 +166,8 @@ func TestHTTPIdleSessionExpires(t *testing.T) {
 	h, _ := newHost(t, proctest.Token(t))
 	s := New(h, Options{})
 	defer s.Shutdown(context.Background())
-	url := serveHTTP(t, s, HTTPOptions{Token: "t", SessionTimeout: 300 * time.Millisecond})
-	cs := httpClient(t, url, "t")
+	url := serveHTTP(t, s, HTTPOptions{Token: testToken, SessionTimeout: 300 * time.Millisecond})
+	cs := httpClient(t, url, testToken)
 	if _, err := cs.ListTools(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestHealthDegradedWhileAuditFails(t *testing.T) {
 	h.Registry.FailClosed = true
 	s := New(h, Options{})
 	defer s.Shutdown(context.Background())
-	url := serveHTTP(t, s, HTTPOptions{Token: "t"})
+	url := serveHTTP(t, s, HTTPOptions{Token: testToken})
 	health := func() (int, string) {
 		resp, err := http.Get(url + "/healthz")
 		if err != nil {
@@ -219,7 +219,7 @@ func TestHealthDegradedWhileAuditFails(t *testing.T) {
 	if code, body := health(); code != 200 {
 		t.Errorf("before any call: %d %q", code, body)
 	}
-	cs := httpClient(t, url, "t")
+	cs := httpClient(t, url, testToken)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo hi"}})
 	if err != nil || !res.IsError || !strings.Contains(text(res), "audit log cannot be written") {
 		t.Fatalf("%v %q", err, text(res))

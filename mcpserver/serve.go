@@ -2,12 +2,12 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -82,16 +82,42 @@ func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
 type HTTPOptions struct {
 	// Token, if set, must be given as "Authorization: Bearer <token>".
 	Token string
+	// Tokens are more accepted tokens (one per client, say). A session
+	// is bound to the token that created it: its id presented with
+	// another token is refused.
+	Tokens []string
+	// NoAuth serves without a token. ListenAndServe allows it only on
+	// loopback and Unix sockets, and only when set explicitly; without
+	// it, a TCP listener needs a token.
+	NoAuth bool
 	// MaxBodyBytes caps a request body; zero means 4 MiB.
 	MaxBodyBytes int64
 	// SessionTimeout closes idle sessions; zero means 30 minutes.
 	SessionTimeout time.Duration
 }
 
+// tokens returns every accepted token.
+func (o *HTTPOptions) tokens() []string {
+	var out []string
+	if o.Token != "" {
+		out = append(out, o.Token)
+	}
+	for _, t := range o.Tokens {
+		if t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Handler returns the streamable HTTP handler: MCP at / (and /mcp), and
 // GET /healthz for orchestrators (no token needed). The SDK's DNS
-// rebinding protection stays on.
+// rebinding protection stays on; beside it, requests with an absolute-form
+// URI (whose Host header Go would drop) and cross-origin browser requests
+// (an Origin that is not this server) are refused, as are Unix-socket
+// peers of another user.
 func (s *Server) Handler(o HTTPOptions) http.Handler {
+	tokens := o.tokens()
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
 	}
@@ -101,13 +127,28 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
 		&mcp.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout, Logger: s.o.Logger})
 	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o.Token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(o.Token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="agentexec"`)
-				http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
-				return
-			}
+		if msg := checkRequestShape(r); msg != "" {
+			http.Error(w, msg, http.StatusForbidden)
+			return
+		}
+		peer, hasPeer := peerUID(r.Context())
+		if hasPeer && peer != os.Getuid() && peer != 0 {
+			http.Error(w, fmt.Sprintf("this agentexec server serves only uid %d on its socket", os.Getuid()), http.StatusForbidden)
+			return
+		}
+		cred, ok := credential(r, tokens)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentexec"`)
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		if hasPeer {
+			cred += fmt.Sprintf("/uid-%d", peer)
+		}
+		sid := r.Header.Get("Mcp-Session-Id")
+		if sid != "" && !s.binds.check(s.sessionKey(sid), cred) {
+			http.Error(w, "this session was created by another client (another token); start a session of your own", http.StatusForbidden)
+			return
 		}
 		if r.ContentLength > o.MaxBodyBytes {
 			http.Error(w, fmt.Sprintf("request body over %d bytes", o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
@@ -116,7 +157,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, o.MaxBodyBytes)
 		switch r.Method {
 		case http.MethodPost:
-			if r.Header.Get("Mcp-Session-Id") == "" {
+			if sid == "" {
 				// A new session: counted and created one at a time, so
 				// that concurrent clients cannot pass the limit together.
 				s.newSession.Lock()
@@ -126,6 +167,12 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 					http.Error(w, fmt.Sprintf("too many sessions: this agentexec server already serves %d (server.max_sessions); end one (DELETE) or wait until an idle one expires", s.o.MaxSessions), http.StatusServiceUnavailable)
 					return
 				}
+				w = &recorder{ResponseWriter: w, onHeader: func(h http.Header) {
+					if id := h.Get("Mcp-Session-Id"); id != "" {
+						s.binds.bind(s.sessionKey(id), cred)
+						s.pruneBindings()
+					}
+				}}
 			}
 			// The SDK keeps a call running when the request that carried
 			// it goes (a client may resume a stream), but this server
@@ -136,7 +183,8 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 			r.Header.Set(requestHeader, id)
 		case http.MethodDelete:
 			// The SDK closes a deleted session only after its calls end.
-			s.endSession(r.Header.Get("Mcp-Session-Id"))
+			s.endSession(sid)
+			defer s.binds.forget(s.sessionKey(sid))
 		}
 		mcpHandler.ServeHTTP(w, r)
 	})
@@ -151,6 +199,39 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	})
 	mux.Handle("/", guarded)
 	return mux
+}
+
+// checkRequestShape refuses what browsers and proxies could smuggle: an
+// absolute-form request URI (Go replaces the Host header with its host,
+// so the Host check would see the URI's), and a cross-origin request (an
+// Origin header naming another site than the Host). It returns why, or "".
+func checkRequestShape(r *http.Request) string {
+	if r.RequestURI != "" && !strings.HasPrefix(r.RequestURI, "/") {
+		return "absolute-form request URIs are refused; send the path only (this is not a proxy)"
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+			return fmt.Sprintf("cross-origin request refused: Origin %q is not this server", shortenText(origin, 100))
+		}
+	}
+	return ""
+}
+
+func shortenText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// pruneBindings forgets the bindings of sessions that have ended.
+func (s *Server) pruneBindings() {
+	live := map[string]bool{}
+	for ss := range s.srv.Sessions() {
+		live[s.sessionKey(ss.ID())] = true
+	}
+	s.binds.prune(func(k string) bool { return live[k] })
 }
 
 // sessionCount is the number of sessions the SDK holds open.
@@ -175,22 +256,45 @@ func IsLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ErrTokenRequired is returned by ListenAndServe for a non-loopback address
-// without a token.
-var ErrTokenRequired = errors.New("mcpserver: listening beyond loopback needs a bearer token (--token-file or $AGENTEXEC_TOKEN)")
+// Errors of ListenAndServe's checks.
+var (
+	// ErrTokenRequired: a TCP listener without a token and without an
+	// explicit NoAuth.
+	ErrTokenRequired = errors.New("mcpserver: serving over TCP needs a bearer token (--token-file or $AGENTEXEC_TOKEN; `agentexec serve` generates one when none is given), or an explicit --no-auth on loopback")
+	// ErrNoAuthBeyondLoopback: NoAuth on an address other processes or
+	// machines reach.
+	ErrNoAuthBeyondLoopback = errors.New("mcpserver: --no-auth is refused on an address beyond loopback: anyone who reaches it could run commands as this user; give a token")
+)
 
-// ListenAndServe serves HTTP on addr until ctx is done, then shuts down
+// IsUnix reports whether addr names a Unix socket ("unix:PATH").
+func IsUnix(addr string) bool { return strings.HasPrefix(addr, "unix:") }
+
+// ListenAndServe serves HTTP on addr ("host:port", or "unix:PATH" for a
+// Unix socket created with mode 0600) until ctx is done, then shuts down
 // within grace: no new requests, running calls cancelled, background jobs
-// stopped. A non-loopback address needs a token.
+// stopped. A TCP address needs a token of at least MinTokenBits, unless
+// o.NoAuth is set and the address is loopback.
 func (s *Server) ListenAndServe(ctx context.Context, addr string, o HTTPOptions, grace time.Duration, ready func(net.Addr)) error {
-	if !IsLoopback(addr) && o.Token == "" {
+	tokens := o.tokens()
+	switch {
+	case len(tokens) == 0 && o.NoAuth && !IsUnix(addr) && !IsLoopback(addr):
+		return ErrNoAuthBeyondLoopback
+	case len(tokens) == 0 && !o.NoAuth && !IsUnix(addr):
 		return ErrTokenRequired
 	}
-	ln, err := net.Listen("tcp", addr)
+	for _, t := range tokens {
+		if err := CheckToken(t); err != nil {
+			return err
+		}
+	}
+	ln, err := listen(addr)
 	if err != nil {
 		return fmt.Errorf("mcpserver: %w", err)
 	}
-	hs := &http.Server{Handler: s.Handler(o), ReadHeaderTimeout: 10 * time.Second}
+	if IsUnix(addr) {
+		defer os.Remove(strings.TrimPrefix(addr, "unix:"))
+	}
+	hs := &http.Server{Handler: s.Handler(o), ReadHeaderTimeout: 10 * time.Second, ConnContext: withPeer}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	if ready != nil {

@@ -77,6 +77,8 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
 
+	// binds ties each HTTP session to the credential that created it.
+	binds bindings
 	// newSession serialises the creation of HTTP sessions.
 	newSession sync.Mutex
 	// calls running in all sessions (MaxCallsTotal).
@@ -172,9 +174,14 @@ func (s *Server) sessionOf(ss *mcp.ServerSession) *session {
 	if se, ok := s.sessions[ss]; ok {
 		return se
 	}
-	id := ss.ID()
-	if id == "" {
-		var b [6]byte
+	// The conversation id is recorded (audit log, job records, both
+	// readable by the commands the server runs): it is never the session
+	// id, which is a bearer secret, but a keyed hash of it.
+	var id string
+	if sid := ss.ID(); sid != "" {
+		id = s.sessionKey(sid)[:16]
+	} else {
+		var b [8]byte
 		rand.Read(b[:])
 		id = hex.EncodeToString(b[:])
 	}
