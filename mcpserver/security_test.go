@@ -28,9 +28,9 @@ func TestTokenStrength(t *testing.T) {
 		{"", false},
 		{"t", false},
 		{"s3cret", false},
-		{strings.Repeat("ab", 40), false},           // few distinct characters
+		{strings.Repeat("ab", 40), false}, // few distinct characters
 		{"0123456789abcdef0123456789abcdef", false}, // 128 bits of hex
-		{testToken, true},                           // 256 bits of hex
+		{testToken, true}, // 256 bits of hex
 		{GenerateToken(), true},
 		{"Zx8_kP2-qL9mW4vN7rT1yB6cH3jF5dG0sA8eU2iO4pQ", true}, // 43 base64url characters
 		{"correct horse battery staple and more words", false},

@@ -113,7 +113,7 @@ func TestHTTP(t *testing.T) {
 		t.Fatalf("healthz: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	for _, auth := range []string{"", "Bearer wrong", "Basic "+testToken+""} {
+	for _, auth := range []string{"", "Bearer wrong", "Basic " + testToken + ""} {
 		req, _ := http.NewRequest("POST", url+"/", strings.NewReader(`{}`))
 		req.Header.Set("Content-Type", "application/json")
 		if auth != "" {
