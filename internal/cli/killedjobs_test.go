@@ -3,7 +3,9 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -36,6 +38,17 @@ func startBackground(t *testing.T, p *mcpProcess, id int) *jobs.Info {
 	}
 }
 
+// running reports whether pid is a live process (not a zombie: what
+// re-parents orphans here may not reap them).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
 // TestKilledServerEndsItsJobs: background jobs and their supervisors
 // started by a real `agentexec mcp` do not outlive it when it is killed
 // with SIGKILL. (Foreground commands: TestKilledServerLeavesNothing.)
@@ -46,12 +59,12 @@ func TestKilledServerEndsItsJobs(t *testing.T) {
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	p.cmd.Wait()
 	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if len(proctest.Survivors(token)) == 0 && syscall.Kill(a.OwnerPid, 0) != nil && syscall.Kill(b.OwnerPid, 0) != nil {
+		if len(proctest.Survivors(token)) == 0 && !running(a.OwnerPid) && !running(b.OwnerPid) {
 			break
 		}
 	}
 	for _, info := range []*jobs.Info{a, b} {
-		if syscall.Kill(info.OwnerPid, 0) == nil {
+		if running(info.OwnerPid) {
 			t.Errorf("the supervisor %d of job %s outlived the server", info.OwnerPid, info.ID)
 			syscall.Kill(info.OwnerPid, syscall.SIGKILL)
 		}
