@@ -121,7 +121,7 @@ func TestHTTPSessionLimit(t *testing.T) {
 			tr := &http.Transport{}
 			defer tr.CloseIdleConnections()
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
-				&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: testToken, next: tr}}, DisableStandaloneSSE: true}, nil)
+				&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: testToken, next: tr}}, DisableStandaloneSSE: true}, legacy)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

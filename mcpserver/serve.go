@@ -126,6 +126,8 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
 		&mcp.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout, Logger: s.o.Logger})
+	statelessHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, Logger: s.o.Logger})
 	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if msg := checkRequestShape(r); msg != "" {
 			http.Error(w, msg, http.StatusForbidden)
@@ -155,6 +157,20 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, o.MaxBodyBytes)
+		// The tool handler learns the credential from here (a client's
+		// own value is replaced).
+		r.Header.Set(credentialHeader, cred)
+		if IsStateless(r.Header.Get("Mcp-Protocol-Version")) {
+			// Protocol 2026-07-28 and later: no session, each request on
+			// its own; conversations are kept by handles (see Handle).
+			if r.Method == http.MethodPost {
+				id, done := s.trackRequest(r.Context())
+				defer done()
+				r.Header.Set(requestHeader, id)
+			}
+			statelessHandler.ServeHTTP(w, r)
+			return
+		}
 		switch r.Method {
 		case http.MethodPost:
 			if sid == "" {
@@ -200,6 +216,13 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	mux.Handle("/", guarded)
 	return mux
 }
+
+// FirstStatelessVersion is the first MCP revision without sessions.
+const FirstStatelessVersion = "2026-07-28"
+
+// IsStateless reports whether a request's MCP-Protocol-Version is a
+// revision without sessions (dates compare as strings).
+func IsStateless(version string) bool { return version >= FirstStatelessVersion }
 
 // checkRequestShape refuses what browsers and proxies could smuggle: an
 // absolute-form request URI (Go replaces the Host header with its host,

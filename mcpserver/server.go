@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,6 +77,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
+	convs    map[string]*session // conversations by id (see conversation.go)
 
 	// binds ties each HTTP session to the credential that created it.
 	binds bindings
@@ -102,6 +104,9 @@ type session struct {
 	cancel   context.CancelFunc
 	mu       sync.Mutex
 	approved map[string]bool // rules approved "always" in this session
+	// lastUsed and expires: when the conversation was last used, and
+	// when its handle expires (guarded by Server.mu).
+	lastUsed, expires time.Time
 }
 
 // New builds a server exposing every tool of h's registry.
@@ -188,6 +193,11 @@ func (s *Server) sessionOf(ss *mcp.ServerSession) *session {
 	se := &session{id: "mcp-" + id, sem: make(chan struct{}, s.o.MaxCalls), approved: map[string]bool{}}
 	se.ctx, se.cancel = context.WithCancel(s.ctx)
 	s.sessions[ss] = se
+	if s.convs == nil {
+		s.convs = map[string]*session{}
+	}
+	se.lastUsed = time.Now()
+	s.convs[se.id] = se
 	go func() {
 		// A client that goes away (stdio EOF, HTTP session closed) cancels
 		// everything it started in the foreground.
@@ -211,18 +221,22 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		s.calls.Add(1)
 		defer s.calls.Done()
 		se := s.sessionOf(req.Session)
+		conv, handle, err := s.conversationFor(se, req)
+		if err != nil {
+			return textResult(strings.TrimPrefix(err.Error(), ErrHandle.Error()+": "), true), nil
+		}
 		select {
-		case se.sem <- struct{}{}:
-			defer func() { <-se.sem }()
+		case conv.sem <- struct{}{}:
+			defer func() { <-conv.sem }()
 		default:
-			return s.refuse(se, name, "session_call_limit", fmt.Sprintf("too many calls are running in this session (the limit is %d, server.max_calls_per_session); wait for one to finish, "+
+			return s.refuse(conv, name, "session_call_limit", fmt.Sprintf("too many calls are running in this session (the limit is %d, server.max_calls_per_session); wait for one to finish, "+
 				"or use mode=\"background\" for long commands", s.o.MaxCalls)), nil
 		}
 		select {
 		case s.callSem <- struct{}{}:
 			defer func() { <-s.callSem }()
 		default:
-			return s.refuse(se, name, "server_call_limit", fmt.Sprintf("too many calls are running on this agentexec server for all its clients (the limit is %d, server.max_calls); "+
+			return s.refuse(conv, name, "server_call_limit", fmt.Sprintf("too many calls are running on this agentexec server for all its clients (the limit is %d, server.max_calls); "+
 				"wait a moment and try again", s.o.MaxCallsTotal)), nil
 		}
 		// The call ends when the client cancels it, the session goes away,
@@ -243,20 +257,20 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			}
 		}
 
-		call := s.h.Call(se.id)
+		call := s.h.Call(conv.id)
 		args := req.Params.Arguments
 
 		// Approvals: a retry carries the user's answer and our signed state.
 		var answer *approvalAnswer
 		if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
-			a, refusal := s.readAnswer(se, name, args, req.Params)
+			a, refusal := s.readAnswer(conv, name, args, req.Params)
 			if refusal != nil {
-				return refusal, nil
+				return withHandle(refusal, handle), nil
 			}
 			answer = a
 		}
 		pending := &pendingApproval{}
-		call.Approver = s.approver(se, req, answer, pending)
+		call.Approver = s.approver(conv, req, answer, pending)
 
 		if token := req.Params.GetProgressToken(); token != nil {
 			p := newProgress(req.Session, token, s.o.ProgressInterval)
@@ -266,10 +280,21 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		res := s.h.Registry.Dispatch(ctx, call, name, args)
 		if res.Kind == tool.KindApprovalPending && pending.decision != nil {
-			return s.askResult(se, name, args, pending), nil
+			return withHandle(s.askResult(conv, name, args, pending), handle), nil
 		}
-		return toMCP(res), nil
+		return withHandle(toMCP(res), handle), nil
 	}
+}
+
+// withHandle puts the conversation's handle in a result's _meta.
+func withHandle(r *mcp.CallToolResult, handle string) *mcp.CallToolResult {
+	if handle != "" {
+		if r.Meta == nil {
+			r.Meta = mcp.Meta{}
+		}
+		r.Meta[MetaConversation] = handle
+	}
+	return r
 }
 
 // refuse answers a call refused by a limit, and records the refusal in the

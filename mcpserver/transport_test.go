@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -98,7 +99,7 @@ func httpClient(t testing.TB, url, token string) *mcp.ClientSession {
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: bearer{token: token, next: tr}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true}, legacy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestHTTPClientGone(t *testing.T) {
 			}}
 			defer tr.CloseIdleConnections()
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
-				&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: testToken, next: tr}}, DisableStandaloneSSE: true}, nil)
+				&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: testToken, next: tr}}, DisableStandaloneSSE: true}, legacy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,9 +186,10 @@ func TestHTTPClientGone(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode/100 != 2 {
-					t.Errorf("DELETE: %s", resp.Status)
+					t.Errorf("DELETE: %s %s", resp.Status, b)
 				}
 			}
 			mu.Lock()
@@ -292,3 +294,7 @@ func BenchmarkCall(b *testing.B) {
 
 // testToken is a bearer token strong enough for ListenAndServe.
 const testToken = "3f9c0b7e5a1d4c8e9b2f6a0d7c3e1b5a9f4d2c8e0b6a3f7d1c5e9b2a4f8d0c6e"
+
+// legacy makes a Go client speak the last revision with sessions (the
+// SDK's client otherwise speaks 2026-07-28 to a server that offers it).
+var legacy = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
