@@ -448,7 +448,7 @@ func (m *Manager) Kill(ctx context.Context, id, conversation string, grace time.
 		grace = 2 * time.Second
 	}
 	if err := verifyProcess(info); err != nil {
-		if info.State == "lost" && errors.Is(err, ErrNotTheJob) {
+		if _, exists := procStart(info.Pid); info.State == "lost" && info.Pid >= 2 && verifiable && !exists {
 			m.markOrphaned(info, "its process was already gone")
 			return m.Get(id, conversation)
 		}

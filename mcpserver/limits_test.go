@@ -238,3 +238,44 @@ func TestHealthDegradedWhileAuditFails(t *testing.T) {
 		t.Errorf("after: %d %q", code, body)
 	}
 }
+
+// TestConcurrentBackgroundCap: 16 background calls at once in one session,
+// with a cap of 8 live jobs, start exactly 8.
+func TestConcurrentBackgroundCap(t *testing.T) {
+	token := proctest.Token(t)
+	h, _ := newHost(t, token)
+	h.Jobs.MaxLive = 8
+	s := New(h, Options{})
+	defer s.Shutdown(context.Background())
+	cs := connect(t, s, nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	started, refused := 0, 0
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "sleep 600", "mode": "background"}})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				t.Error(err)
+			case !res.IsError:
+				started++
+			case strings.Contains(text(res), "too many running jobs"):
+				refused++
+			default:
+				t.Errorf("%q", text(res))
+			}
+		}()
+	}
+	wg.Wait()
+	if started != 8 || refused != 8 {
+		t.Errorf("%d started, %d refused", started, refused)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h.Jobs.StopAll(ctx)
+	proctest.NoSurvivors(t, token)
+}
