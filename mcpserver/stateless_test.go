@@ -76,7 +76,7 @@ func TestStateless2026(t *testing.T) {
 	}
 	for bad, want := range map[string]string{
 		"agx1." + base64.RawURLEncoding.EncodeToString([]byte("conv-z.9999999999")) + ".AAAA": "not issued by this server",
-		"hello":                      "is not an agentexec conversation handle",
+		"hello": "is not an agentexec conversation handle",
 		s.mintHandle("conv-x", "token-0", time.Now().Add(-time.Minute)): "expired at",
 		s.mintHandle("conv-y", "token-1", time.Now().Add(time.Hour)):    "not issued by this server to this client",
 	} {
