@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -95,13 +96,13 @@ func (m *Manager) newJobDir() (*Job, error) {
 	id := newID()
 	dir := filepath.Join(m.JobsDir(), id)
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("jobs: cannot create the job's directory in %s: %w (is the jobs directory read-only or its disk full? set jobs.state_dir to a writable private directory)", m.JobsDir(), err)
 	}
 	job := &Job{ID: id, Dir: dir, OutputFile: filepath.Join(dir, "output")}
 	f, err := os.OpenFile(job.OutputFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, err
+		return nil, fmt.Errorf("jobs: cannot create the job's output file: %w", err)
 	}
 	f.Close()
 	return job, nil
