@@ -5,13 +5,16 @@ package mcpserver
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestDecodeLine: every malformed line gets the answer JSON-RPC asks for.
@@ -158,3 +161,42 @@ func FuzzLineConn(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkStdioRead: reading tools/call lines through agentexec's reader
+// (validation, id tracking) beside the go-sdk's own stdio reader, the
+// baseline.
+func BenchmarkStdioRead(b *testing.B) {
+	const line = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo hello world; ls -la /tmp"}}}` + "\n"
+	input := func(n int) []byte {
+		var buf bytes.Buffer
+		for i := range n {
+			fmt.Fprintf(&buf, line, i)
+		}
+		return buf.Bytes()
+	}
+	read := func(b *testing.B, conn interface {
+		Read(context.Context) (jsonrpc.Message, error)
+	}) {
+		for i := 0; i < b.N; i++ {
+			if _, err := conn.Read(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("sdk", func(b *testing.B) {
+		c, _ := (&mcp.IOTransport{Reader: io.NopCloser(bytes.NewReader(input(b.N))), Writer: nopWriteCloser{io.Discard}}).Connect(context.Background())
+		defer c.Close()
+		b.ResetTimer()
+		read(b, c)
+	})
+	b.Run("agentexec", func(b *testing.B) {
+		c := newLineConn(io.NopCloser(bytes.NewReader(input(b.N))), io.Discard, 0)
+		defer c.Close()
+		b.ResetTimer()
+		read(b, c)
+	})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
