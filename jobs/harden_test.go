@@ -286,7 +286,8 @@ func TestDeletedJobsDir(t *testing.T) {
 // directory refuses it) is shown as it ended, not "running" or "lost".
 func TestUnwritableRecord(t *testing.T) {
 	m := newManager(t)
-	job, err := m.Start(context.Background(), Spec{Command: "read x; exit 3"})
+	work := t.TempDir()
+	job, err := m.Start(context.Background(), Spec{Command: "while [ ! -e go ]; do sleep 0.02; done; exit 3", Dir: work})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,15 +301,14 @@ func TestUnwritableRecord(t *testing.T) {
 	if err != nil || !info.Running() {
 		t.Fatalf("%+v %v", info, err)
 	}
-	// stdin is /dev/null: read fails at once... but the job may already
-	// have ended: either way it ends with exit 1 or 3.
+	os.WriteFile(filepath.Join(work, "go"), nil, 0o600) // the job may end now
 	m.WaitSupervisors()
 	info, err = m.Get(job.ID, "")
-	if err != nil || info.Running() || info.State == "lost" || info.ExitCode == nil {
+	if err != nil || info.Running() || info.State == "lost" || info.ExitCode == nil || *info.ExitCode != 3 {
 		t.Fatalf("after the end: %+v %v", info, err)
 	}
-	if disk, _ := ReadInfo(job.Dir); disk.Running() && !strings.Contains(info.Note, "could not be updated") {
-		t.Errorf("note %q", info.Note)
+	if disk, _ := ReadInfo(job.Dir); !disk.Running() || !strings.Contains(info.Note, "could not be updated") {
+		t.Errorf("record on disk %+v, note %q", disk, info.Note)
 	}
 }
 
