@@ -47,6 +47,7 @@ type Config struct {
 	Grants    Grants    `toml:"grants"`
 	Audit     Audit     `toml:"audit"`
 	Jobs      Jobs      `toml:"jobs"`
+	Server    Server    `toml:"server"`
 	Rules     []Rule    `toml:"rules"`
 
 	// File is the file read, or "" when only the default applies.
@@ -119,9 +120,20 @@ type Audit struct {
 
 // Jobs is [jobs].
 type Jobs struct {
-	StateDir  string `toml:"state_dir"`
-	MaxLive   int    `toml:"max_live"`
-	MaxOutput Size   `toml:"max_output"`
+	StateDir string `toml:"state_dir"`
+	MaxLive  int    `toml:"max_live"`
+	// MaxLiveTotal caps the running jobs of one process (all
+	// conversations).
+	MaxLiveTotal int  `toml:"max_live_total"`
+	MaxOutput    Size `toml:"max_output"`
+}
+
+// Server is [server]: the limits of `agentexec mcp` and `serve`.
+type Server struct {
+	MaxSessions        int      `toml:"max_sessions"`
+	MaxCalls           int      `toml:"max_calls"`
+	MaxCallsPerSession int      `toml:"max_calls_per_session"`
+	SessionIdle        Duration `toml:"session_idle"`
 }
 
 // Rule is one [[rules]] entry.
@@ -407,7 +419,7 @@ func isTable(t reflect.Type) bool {
 
 // known lists the keys of each table, for "unknown key" errors.
 var known = map[string][]string{
-	"":                 {"workspace", "profile", "env", "tools", "sandbox", "grants", "audit", "jobs", "rules"},
+	"":                 {"workspace", "profile", "env", "tools", "sandbox", "grants", "audit", "jobs", "server", "rules"},
 	"sandbox":          {"profile", "best_effort", "hidden", "read_only", "read_write"},
 	"env":              {"pass", "set"},
 	"tools":            {"enabled", "names", "grace", "detach_after", "cgroup", "job_tools", "shell_exec", "sessions"},
@@ -415,7 +427,8 @@ var known = map[string][]string{
 	"tools.shell_exec": {"allow_executables", "deny_executables", "require_approval_for_unknown", "default_timeout"},
 	"grants":           {"tools", "fs"},
 	"audit":            {"path", "max_size", "keep", "fail_closed"},
-	"jobs":             {"state_dir", "max_live", "max_output"},
+	"jobs":             {"state_dir", "max_live", "max_live_total", "max_output"},
+	"server":           {"max_sessions", "max_calls", "max_calls_per_session", "session_idle"},
 	"rules":            {"id", "action", "reason", "alternative", "executables", "prefix", "builtin", "cwd_roots", "env_keys", "tools", "must_match", "must_not_match"},
 }
 
@@ -524,6 +537,14 @@ func (c *Config) validate(text string) error {
 	}
 	if c.Jobs.MaxLive < 0 {
 		return fail("jobs.max_live", "must not be negative (0: no cap)")
+	}
+	for _, v := range []struct {
+		key string
+		n   int
+	}{{"jobs.max_live_total", c.Jobs.MaxLiveTotal}, {"server.max_sessions", c.Server.MaxSessions}, {"server.max_calls", c.Server.MaxCalls}, {"server.max_calls_per_session", c.Server.MaxCallsPerSession}} {
+		if v.n < 0 {
+			return fail(v.key, "must not be negative (0: the built-in default)")
+		}
 	}
 	if c.Audit.Keep < 0 {
 		return fail("audit.keep", "must not be negative")

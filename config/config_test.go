@@ -69,7 +69,7 @@ must_not_match = ["npm test"]
 func TestErrors(t *testing.T) {
 	cases := []struct{ text, want string }{
 		{`profile = "paranoid"`, `config: f.toml:1: profile: "paranoid" is not a profile; use open, guarded or strict`},
-		{"\n\nprofle = \"open\"", "config: f.toml:3: profle: unknown key; the keys at the top level are workspace, profile, env, tools, sandbox, grants, audit, jobs, rules"},
+		{"\n\nprofle = \"open\"", "config: f.toml:3: profle: unknown key; the keys at the top level are workspace, profile, env, tools, sandbox, grants, audit, jobs, server, rules"},
 		{"[tools]\nenabeld = []", "config: f.toml:2: tools.enabeld: unknown key; the keys in [tools] are enabled, names, grace, detach_after, cgroup, job_tools, shell_exec"},
 		{"[tools]\nenabled = [\"zsh\"]", `config: f.toml:2: tools.enabled: "zsh" is not a contract; the contracts are exec, bash, Exec, shell.exec`},
 		{"[tools]\ngrace = \"soon\"", `config: f.toml:2: tools.grace: `},

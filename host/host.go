@@ -82,7 +82,7 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{Config: cfg, Engine: eng, Jobs: &jobs.Manager{StateDir: cfg.Jobs.StateDir, MaxLive: cfg.Jobs.MaxLive, MaxOutput: int64(cfg.Jobs.MaxOutput)}}
+	h := &Host{Config: cfg, Engine: eng, Jobs: &jobs.Manager{StateDir: cfg.Jobs.StateDir, MaxLive: cfg.Jobs.MaxLive, MaxLiveTotal: cfg.Jobs.MaxLiveTotal, MaxOutput: int64(cfg.Jobs.MaxOutput)}}
 	h.Workspace = cfg.Workspace
 	if h.Workspace == "" {
 		if h.Workspace, err = os.Getwd(); err != nil {

@@ -33,8 +33,13 @@ func alive(pid int) bool {
 	return true
 }
 
-// signalGroup sends SIGTERM (or SIGKILL) to process group pgid.
+// signalGroup sends SIGTERM (or SIGKILL) to process group pgid; never to
+// pgid 0 or 1 (kill(0) and kill(-1) would reach this process's group or
+// every process).
 func signalGroup(pgid int, kill bool) {
+	if pgid < 2 {
+		return
+	}
 	sig := syscall.SIGTERM
 	if kill {
 		sig = syscall.SIGKILL

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -44,6 +45,10 @@ func (m *Manager) StartAttached(spec Spec, separate bool, onOutput func(runner.S
 	if err != nil {
 		return nil, err
 	}
+	if err := m.reserve(job.ID, spec.Conversation); err != nil {
+		os.RemoveAll(job.Dir)
+		return nil, err
+	}
 	p := &plan{Spec: spec, ID: job.ID, JobDir: job.Dir, Separate: separate}
 	m.mu.Lock()
 	if m.base == nil {
@@ -58,13 +63,20 @@ func (m *Manager) StartAttached(spec Spec, separate bool, onOutput func(runner.S
 		defer m.attached.Done()
 		defer close(a.done)
 		defer cancel()
-		a.res, a.err = runJobStreams(ctx, p, func(pid int) { started <- pid }, onOutput)
+		var last *Info
+		a.res, last, a.err = runJobStreams(ctx, p, func(info *Info) {
+			m.started(job.ID, info, nil, cancel)
+			started <- info.Pid
+		}, onOutput)
 		if a.err != nil {
 			started <- 0
+			return
 		}
+		m.finish(job.ID, job.Dir, last)
 	}()
 	if pid := <-started; pid == 0 {
 		<-a.done
+		m.release(job.ID)
 		os.RemoveAll(job.Dir)
 		return nil, a.err
 	} else {
@@ -84,13 +96,13 @@ func (m *Manager) newJobDir() (*Job, error) {
 	id := newID()
 	dir := filepath.Join(m.JobsDir(), id)
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("jobs: cannot create the job's directory in %s: %w (is the jobs directory read-only or its disk full? set jobs.state_dir to a writable private directory)", m.JobsDir(), err)
 	}
 	job := &Job{ID: id, Dir: dir, OutputFile: filepath.Join(dir, "output")}
 	f, err := os.OpenFile(job.OutputFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, err
+		return nil, fmt.Errorf("jobs: cannot create the job's output file: %w", err)
 	}
 	f.Close()
 	return job, nil

@@ -94,7 +94,8 @@ type Info struct {
 	Started      time.Time `json:"started"`
 	Lifetime     Duration  `json:"lifetime"`
 	// State is running, exited, signaled, timed out or cancelled; List
-	// reports "lost" for a running job whose owner is gone.
+	// reports "lost" for a running job whose owner is gone, and a server
+	// that finds such a job ends it and records "orphaned".
 	State    string    `json:"state"`
 	ExitCode *int      `json:"exit_code,omitempty"`
 	Signal   int       `json:"signal,omitempty"`
@@ -104,8 +105,16 @@ type Info struct {
 	// start of the file that says so.
 	Dropped   int64 `json:"dropped,omitempty"`
 	HeaderLen int64 `json:"header_len,omitempty"`
+	// PidStart and OwnerStart are when the job's process and its owner
+	// started (clock ticks after boot, from /proc/PID/stat): a pid alone
+	// may since name another process; the pair names one.
+	PidStart   uint64 `json:"pid_start,omitempty"`
+	OwnerStart uint64 `json:"owner_start,omitempty"`
 	// Dir of the job, filled in by List and Get (not stored).
 	JobDir string `json:"-"`
+	// Note says, for people and models, what went wrong with the job's
+	// directory or record when Get had to rely on memory (not stored).
+	Note string `json:"-"`
 }
 
 // Running reports whether the job has not ended.
@@ -123,6 +132,8 @@ func (i *Info) Describe() string {
 		return "killed by " + signalName(i.Signal)
 	case "cancelled":
 		return "stopped"
+	case "orphaned":
+		return "stopped (the agentexec process that owned it had died)"
 	}
 	return i.State
 }
@@ -154,22 +165,30 @@ func DefaultStateDir() string {
 	return filepath.Join(os.TempDir(), "agentexec-"+strconv.Itoa(os.Getuid()))
 }
 
+// PrivateDir creates dir (and its parents) as privateDir does, for other
+// private state of agentexec (a server's token file): a directory of this
+// user, mode 0700, not a link; anything else is refused with the reason.
+func PrivateDir(dir string) error { return privateDir(dir) }
+
 // privateDir creates dir (and its parents) and checks that it is a
 // directory owned by this user that nobody else can enter: a directory in
 // a shared temporary directory could have been planted by someone else.
 func privateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("jobs: cannot create the state directory: %w", err)
+		return fmt.Errorf("jobs: cannot create the state directory %s: %w (set jobs.state_dir or --state-dir to a directory of yours)", dir, err)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return fmt.Errorf("jobs: state directory: %w", err)
 	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("jobs: refusing the state directory %s: it is a symbolic link, which someone else may have planted; remove it, or set jobs.state_dir to a private directory", dir)
+	}
 	if !fi.IsDir() {
-		return fmt.Errorf("jobs: state directory %s is not a directory", dir)
+		return fmt.Errorf("jobs: refusing the state directory %s: it is not a directory; remove it, or set jobs.state_dir", dir)
 	}
 	if err := checkOwner(fi); err != nil {
-		return fmt.Errorf("jobs: state directory %s: %w", dir, err)
+		return fmt.Errorf("jobs: refusing the state directory %s: %w, who could plant job records in it; remove it (as that user or root), or set jobs.state_dir to a private directory", dir, err)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		if err := os.Chmod(dir, 0o700); err != nil {

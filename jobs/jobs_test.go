@@ -18,6 +18,7 @@ import (
 
 func TestMain(m *testing.M) {
 	Main()
+	proctest.RunHelpers(map[string]proctest.Helper{"host": helperHost})
 	goleak.VerifyTestMain(m)
 }
 

@@ -33,15 +33,22 @@ type Manager struct {
 	Executable string
 	// MaxLive caps the running jobs of one conversation; a new job beyond
 	// it is refused with ErrTooManyJobs, which lists the running ones.
-	// Zero means no cap.
+	// Zero means no cap. The cap is reserved atomically: concurrent
+	// starts never exceed it.
 	MaxLive int
+	// MaxLiveTotal caps the running jobs this Manager started, in all
+	// conversations (a server's limit); zero means no cap.
+	MaxLiveTotal int
 	// MaxOutput caps the output file of jobs whose Spec leaves it zero;
 	// zero means DefaultMaxOutput.
 	MaxOutput int64
 	// OneShot is for hosts that exit right after starting jobs (a CLI
 	// call): supervisors are not waited for, so no goroutine outlives the
-	// call; they are re-parented when the host exits. StopAll does not
-	// reach them.
+	// call; they are re-parented when the host exits, and their jobs
+	// outlive it. StopAll does not reach them. Without OneShot, every
+	// supervisor watches this process (through a pipe whose only writer
+	// this process holds) and ends its job within moments when this
+	// process dies, even by SIGKILL.
 	OneShot bool
 	// Cgroups, if set, is a cgroup v2 directory under which each
 	// supervisor opens its own runner.Cgroups pool, so that the job's
@@ -51,8 +58,12 @@ type Manager struct {
 
 	reapers sync.WaitGroup // one per supervisor still running
 	attachedState
+	ownedState
 	mu   sync.Mutex
 	live map[*os.Process]bool // supervisors not yet reaped
+	// lifeR and lifeW are the pipe supervisors watch: lifeW is held open
+	// for the life of this process, so that lifeR reads EOF when it dies.
+	lifeR, lifeW *os.File
 }
 
 // StopAll ends every job this Manager started that is still running: each
@@ -83,6 +94,14 @@ func (m *Manager) StopAll(ctx context.Context) {
 		}
 		<-done
 	}
+	// Every supervisor is gone: the life pipe is no longer needed.
+	m.mu.Lock()
+	if m.lifeW != nil {
+		m.lifeW.Close()
+		m.lifeR.Close()
+		m.lifeR, m.lifeW = nil, nil
+	}
+	m.mu.Unlock()
 }
 
 // WaitSupervisors waits until every supervisor this Manager started has
@@ -111,6 +130,9 @@ type plan struct {
 	Separate bool `json:"separate,omitempty"`
 	// Cgroups is Manager.Cgroups.
 	Cgroups string `json:"cgroups,omitempty"`
+	// Watch says the supervisor has the host's life pipe on lifeFD and
+	// ends the job when it reads EOF there.
+	Watch bool `json:"watch,omitempty"`
 }
 
 // report is what the supervisor sends back on its status descriptor: the
@@ -119,6 +141,9 @@ type report struct {
 	Pid   int    `json:"pid,omitempty"`
 	Error string `json:"error,omitempty"`
 	Kind  string `json:"kind,omitempty"`
+	// Info is the job's record: the first when it starts, the last when
+	// it ends (the supervisor writes a second line then).
+	Info *Info `json:"info,omitempty"`
 }
 
 // StartError says why a job could not start; nothing is running when Start
@@ -154,13 +179,36 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Job, error) {
 		return nil, err
 	}
 	dir, id := job.Dir, job.ID
-	pid, err := m.launch(ctx, exe, &plan{Spec: spec, ID: id, JobDir: dir, Cgroups: m.Cgroups})
-	if err != nil {
+	if err := m.reserve(id, spec.Conversation); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	pid, err := m.launch(ctx, exe, &plan{Spec: spec, ID: id, JobDir: dir, Cgroups: m.Cgroups, Watch: !m.OneShot})
+	if err != nil {
+		m.release(id)
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if m.OneShot {
+		m.release(id) // the record on disk counts it from now on
+	}
 	job.Pid = pid
 	return job, nil
+}
+
+// lifePipe returns the read end of the pipe supervisors watch, creating
+// it on first use.
+func (m *Manager) lifePipe() (*os.File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lifeR == nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		m.lifeR, m.lifeW = r, w
+	}
+	return m.lifeR, nil
 }
 
 // launch starts the supervisor and waits for its report.
@@ -185,10 +233,22 @@ func (m *Manager) launch(ctx context.Context, exe string, p *plan) (int, error) 
 		return 0, fmt.Errorf("jobs: %w", err)
 	}
 	defer logf.Close()
+	files := []*os.File{null, logf, logf, specR, statusW}
+	if p.Watch {
+		life, err := m.lifePipe()
+		if err != nil {
+			specR.Close()
+			specW.Close()
+			statusR.Close()
+			statusW.Close()
+			return 0, fmt.Errorf("jobs: %w", err)
+		}
+		files = append(files, life)
+	}
 	proc, err := os.StartProcess(exe, []string{exe, supervisorArg}, &os.ProcAttr{
 		Dir:   "/",
 		Env:   []string{"PATH=" + os.Getenv("PATH")},
-		Files: []*os.File{null, logf, logf, specR, statusW},
+		Files: files,
 		Sys:   detached(),
 	})
 	specR.Close()
@@ -198,10 +258,11 @@ func (m *Manager) launch(ctx context.Context, exe string, p *plan) (int, error) 
 		statusR.Close()
 		return 0, fmt.Errorf("jobs: cannot start the supervisor %s: %w", exe, err)
 	}
+	final := make(chan *Info, 1)
 	if m.OneShot {
 		proc.Release()
 	} else {
-		m.watch(proc)
+		m.watch(proc, p.ID, p.JobDir, final)
 	}
 
 	go func() {
@@ -215,14 +276,29 @@ func (m *Manager) launch(ctx context.Context, exe string, p *plan) (int, error) 
 	ch := make(chan answer, 1)
 	go func() {
 		var a answer
-		line, err := bufio.NewReader(statusR).ReadBytes('\n')
-		statusR.Close()
+		br := bufio.NewReader(statusR)
+		line, err := br.ReadBytes('\n')
 		if len(line) == 0 {
 			a.err = err
 		} else {
 			a.err = json.Unmarshal(line, &a.r)
 		}
+		if a.r.Pid != 0 {
+			m.started(p.ID, a.r.Info, proc, nil)
+		}
 		ch <- a
+		// The second line is the job's last record, sent when it ends.
+		var last *Info
+		if a.r.Pid != 0 && !m.OneShot {
+			if line, _ := br.ReadBytes('\n'); len(line) > 0 {
+				var r report
+				if json.Unmarshal(line, &r) == nil {
+					last = r.Info
+				}
+			}
+		}
+		statusR.Close()
+		final <- last
 	}()
 	timer := time.NewTimer(startTimeout)
 	defer timer.Stop()
@@ -264,8 +340,9 @@ func shorten(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// watch reaps a supervisor when it exits and lets StopAll reach it.
-func (m *Manager) watch(proc *os.Process) {
+// watch reaps a supervisor when it exits, records its job's end, and lets
+// StopAll reach it.
+func (m *Manager) watch(proc *os.Process, id, dir string, final <-chan *Info) {
 	m.reapers.Add(1)
 	m.mu.Lock()
 	if m.live == nil {
@@ -276,13 +353,14 @@ func (m *Manager) watch(proc *os.Process) {
 	go func() { // reap it if this process lives longer than the job
 		defer m.reapers.Done()
 		proc.Wait()
+		m.finish(id, dir, <-final)
 		m.mu.Lock()
 		delete(m.live, proc)
 		m.mu.Unlock()
 	}()
 }
 
-// prepare fills a spec's defaults and applies the live-job cap.
+// prepare fills a spec's defaults.
 func (m *Manager) prepare(spec *Spec) error {
 	if spec.Lifetime <= 0 {
 		spec.Lifetime = DefaultLifetime
@@ -290,5 +368,5 @@ func (m *Manager) prepare(spec *Spec) error {
 	if spec.MaxOutputBytes == 0 {
 		spec.MaxOutputBytes = m.MaxOutput
 	}
-	return m.checkLive(spec.Conversation, m.MaxLive)
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 const (
 	specFD   = 3
 	statusFD = 4
+	lifeFD   = 5 // the host's life pipe: EOF when the host is gone
 )
 
 // Main turns this process into a job supervisor and exits when it was
@@ -40,6 +41,8 @@ func supervise() int {
 		fmt.Fprintln(os.Stderr, "agentexec supervisor: started without its descriptors; this mode is internal")
 		return 2
 	}
+	// The job must inherit none of these.
+	syscall.CloseOnExec(statusFD)
 	var p plan
 	err := json.NewDecoder(specFile).Decode(&p)
 	specFile.Close()
@@ -56,14 +59,29 @@ func supervise() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
+	if p.Watch {
+		// The host holds the only writer of this pipe: EOF means it is
+		// gone (however it died), and the job ends with it.
+		syscall.CloseOnExec(lifeFD)
+		life := os.NewFile(lifeFD, "life")
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			var b [1]byte
+			for {
+				if _, err := life.Read(b[:]); err != nil {
+					cancel()
+					return
+				}
+			}
+		}()
+	}
 	var once sync.Once
 	reported := func(r report) {
-		once.Do(func() {
-			json.NewEncoder(status).Encode(r)
-			status.Close()
-		})
+		once.Do(func() { json.NewEncoder(status).Encode(r) })
 	}
-	_, err = runJobStreams(ctx, &p, func(pid int) { reported(report{Pid: pid}) }, nil)
+	_, last, err := runJobStreams(ctx, &p, func(info *Info) { reported(report{Pid: info.Pid, Info: info}) }, nil)
 	if err != nil {
 		r := report{Error: err.Error()}
 		var se *runner.StartError
@@ -71,8 +89,14 @@ func supervise() int {
 			r.Kind = se.Kind.Error()
 		}
 		reported(r)
+		status.Close()
 		return 1
 	}
+	// The last record, for a host that could not read it from the
+	// directory (deleted or read-only); a host that is gone does not
+	// matter.
+	json.NewEncoder(status).Encode(report{Pid: last.Pid, Info: last})
+	status.Close()
 	return 0
 }
 
@@ -81,18 +105,19 @@ func supervise() int {
 // when it ends, and the completion line appended. onStart gets the pid;
 // onOutput, if set, sees every chunk too. It returns the runner's result,
 // or the error that kept the command from starting.
-func runJobStreams(ctx context.Context, p *plan, onStart func(int), onOutput func(runner.Stream, []byte)) (*runner.Result, error) {
+func runJobStreams(ctx context.Context, p *plan, onStart func(*Info), onOutput func(runner.Stream, []byte)) (*runner.Result, *Info, error) {
 	info := &Info{
 		ID: p.ID, OwnerPid: os.Getpid(), Command: p.Spec.describe(), Dir: p.Spec.Dir,
 		Tool: p.Spec.Tool, Conversation: p.Spec.Conversation, Lifetime: Duration(p.Spec.Lifetime), State: "running",
 	}
+	info.OwnerStart, _ = procStart(info.OwnerPid)
 	wrap, _, err := p.Spec.Sandbox.Hook()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out, err := openOutput(p.JobDir, p.Spec.MaxOutputBytes, info)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer out.close()
 	small := capture.Limit{Strategy: capture.Tail, Max: 1}
@@ -114,9 +139,11 @@ func runJobStreams(ctx context.Context, p *plan, onStart func(int), onOutput fun
 		OnStart: func(pid int) {
 			out.mu.Lock()
 			info.Pid, info.Started = pid, time.Now().UTC()
+			info.PidStart, _ = procStart(pid)
 			writeInfo(p.JobDir, info)
+			first := *info
 			out.mu.Unlock()
-			onStart(pid)
+			onStart(&first)
 		},
 		OnOutput: func(st runner.Stream, b []byte) {
 			out.write(b)
@@ -126,7 +153,7 @@ func runJobStreams(ctx context.Context, p *plan, onStart func(int), onOutput fun
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out.mu.Lock()
 	defer out.mu.Unlock()
@@ -139,7 +166,8 @@ func runJobStreams(ctx context.Context, p *plan, onStart func(int), onOutput fun
 	info.Ended = time.Now().UTC()
 	out.f.WriteString(CompletionLine(res, p.Spec.Lifetime))
 	writeInfo(p.JobDir, info)
-	return res, nil
+	last := *info
+	return res, &last, nil
 }
 
 // CompletionLine is what the supervisor appends to a job's output file when

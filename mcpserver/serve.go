@@ -2,12 +2,13 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -19,13 +20,28 @@ import (
 // ServeStdio serves one client over stdin and stdout until it disconnects
 // or ctx is done. The calls it started in the foreground are cancelled when
 // it goes.
+//
+// A line that is not a JSON-RPC message is answered with a parse error
+// (-32700) or an invalid request (-32600) and skipped; a line over
+// Options.MaxLineBytes is answered and skipped without being buffered. A
+// client that closes its end of stdout (even without closing stdin) ends
+// the session and its calls: SIGPIPE is caught while serving, so that a
+// write to a closed stdout is an error, not the end of agentexec.
 func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.ServeTransport(ctx, &mcp.StdioTransport{})
+	stop := catchSIGPIPE()
+	defer stop()
+	return s.ServeIO(ctx, os.Stdin, os.Stdout)
 }
 
-// ServeIO is ServeStdio over the given streams.
-func (s *Server) ServeIO(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	return s.ServeTransport(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+// ServeIO is ServeStdio over the given streams. Where out is a pipe or a
+// socket, the client closing its reading end is noticed even while no
+// message is being written.
+func (s *Server) ServeIO(ctx context.Context, in io.ReadCloser, out io.Writer) error {
+	return s.ServeTransport(ctx, &lineTransport{in: in, out: out, max: s.o.MaxLineBytes, hook: func(c *lineConn) {
+		if f, ok := out.(*os.File); ok {
+			go watchHangup(f, c.closed, c.hangup)
+		}
+	}})
 }
 
 // ServeTransport serves one client over t until it disconnects or ctx is
@@ -66,16 +82,42 @@ func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
 type HTTPOptions struct {
 	// Token, if set, must be given as "Authorization: Bearer <token>".
 	Token string
+	// Tokens are more accepted tokens (one per client, say). A session
+	// is bound to the token that created it: its id presented with
+	// another token is refused.
+	Tokens []string
+	// NoAuth serves without a token. ListenAndServe allows it only on
+	// loopback and Unix sockets, and only when set explicitly; without
+	// it, a TCP listener needs a token.
+	NoAuth bool
 	// MaxBodyBytes caps a request body; zero means 4 MiB.
 	MaxBodyBytes int64
 	// SessionTimeout closes idle sessions; zero means 30 minutes.
 	SessionTimeout time.Duration
 }
 
+// tokens returns every accepted token.
+func (o *HTTPOptions) tokens() []string {
+	var out []string
+	if o.Token != "" {
+		out = append(out, o.Token)
+	}
+	for _, t := range o.Tokens {
+		if t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Handler returns the streamable HTTP handler: MCP at / (and /mcp), and
 // GET /healthz for orchestrators (no token needed). The SDK's DNS
-// rebinding protection stays on.
+// rebinding protection stays on; beside it, requests with an absolute-form
+// URI (whose Host header Go would drop) and cross-origin browser requests
+// (an Origin that is not this server) are refused, as are Unix-socket
+// peers of another user.
 func (s *Server) Handler(o HTTPOptions) http.Handler {
+	tokens := o.tokens()
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
 	}
@@ -84,22 +126,70 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
 		&mcp.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout, Logger: s.o.Logger})
+	statelessHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, Logger: s.o.Logger})
 	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o.Token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(o.Token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="agentexec"`)
-				http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
-				return
-			}
+		if msg := checkRequestShape(r); msg != "" {
+			http.Error(w, msg, http.StatusForbidden)
+			return
+		}
+		peer, hasPeer := peerUID(r.Context())
+		if hasPeer && peer != os.Getuid() && peer != 0 {
+			http.Error(w, fmt.Sprintf("this agentexec server serves only uid %d on its socket", os.Getuid()), http.StatusForbidden)
+			return
+		}
+		cred, ok := credential(r, tokens)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentexec"`)
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		if hasPeer {
+			cred += fmt.Sprintf("/uid-%d", peer)
+		}
+		sid := r.Header.Get("Mcp-Session-Id")
+		if sid != "" && !s.binds.check(s.sessionKey(sid), cred) {
+			http.Error(w, "this session was created by another client (another token); start a session of your own", http.StatusForbidden)
+			return
 		}
 		if r.ContentLength > o.MaxBodyBytes {
 			http.Error(w, fmt.Sprintf("request body over %d bytes", o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, o.MaxBodyBytes)
+		// The tool handler learns the credential from here (a client's
+		// own value is replaced).
+		r.Header.Set(credentialHeader, cred)
+		if IsStateless(r.Header.Get("Mcp-Protocol-Version")) {
+			// Protocol 2026-07-28 and later: no session, each request on
+			// its own; conversations are kept by handles (see Handle).
+			if r.Method == http.MethodPost {
+				id, done := s.trackRequest(r.Context())
+				defer done()
+				r.Header.Set(requestHeader, id)
+			}
+			statelessHandler.ServeHTTP(w, r)
+			return
+		}
 		switch r.Method {
 		case http.MethodPost:
+			if sid == "" {
+				// A new session: counted and created one at a time, so
+				// that concurrent clients cannot pass the limit together.
+				s.newSession.Lock()
+				defer s.newSession.Unlock()
+				if s.sessionCount() >= s.o.MaxSessions {
+					w.Header().Set("Retry-After", "10")
+					http.Error(w, fmt.Sprintf("too many sessions: this agentexec server already serves %d (server.max_sessions); end one (DELETE) or wait until an idle one expires", s.o.MaxSessions), http.StatusServiceUnavailable)
+					return
+				}
+				w = &recorder{ResponseWriter: w, onHeader: func(h http.Header) {
+					if id := h.Get("Mcp-Session-Id"); id != "" {
+						s.binds.bind(s.sessionKey(id), cred)
+						s.pruneBindings()
+					}
+				}}
+			}
 			// The SDK keeps a call running when the request that carried
 			// it goes (a client may resume a stream), but this server
 			// keeps no events to resume from: a call whose request is gone
@@ -109,14 +199,15 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 			r.Header.Set(requestHeader, id)
 		case http.MethodDelete:
 			// The SDK closes a deleted session only after its calls end.
-			s.endSession(r.Header.Get("Mcp-Session-Id"))
+			s.endSession(sid)
+			defer s.binds.forget(s.sessionKey(sid))
 		}
 		mcpHandler.ServeHTTP(w, r)
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if s.ctx.Err() != nil {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		if err := s.Health(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain")
@@ -124,6 +215,55 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	})
 	mux.Handle("/", guarded)
 	return mux
+}
+
+// FirstStatelessVersion is the first MCP revision without sessions.
+const FirstStatelessVersion = "2026-07-28"
+
+// IsStateless reports whether a request's MCP-Protocol-Version is a
+// revision without sessions (dates compare as strings).
+func IsStateless(version string) bool { return version >= FirstStatelessVersion }
+
+// checkRequestShape refuses what browsers and proxies could smuggle: an
+// absolute-form request URI (Go replaces the Host header with its host,
+// so the Host check would see the URI's), and a cross-origin request (an
+// Origin header naming another site than the Host). It returns why, or "".
+func checkRequestShape(r *http.Request) string {
+	if r.RequestURI != "" && !strings.HasPrefix(r.RequestURI, "/") {
+		return "absolute-form request URIs are refused; send the path only (this is not a proxy)"
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+			return fmt.Sprintf("cross-origin request refused: Origin %q is not this server", shortenText(origin, 100))
+		}
+	}
+	return ""
+}
+
+func shortenText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// pruneBindings forgets the bindings of sessions that have ended.
+func (s *Server) pruneBindings() {
+	live := map[string]bool{}
+	for ss := range s.srv.Sessions() {
+		live[s.sessionKey(ss.ID())] = true
+	}
+	s.binds.prune(func(k string) bool { return live[k] })
+}
+
+// sessionCount is the number of sessions the SDK holds open.
+func (s *Server) sessionCount() int {
+	n := 0
+	for range s.srv.Sessions() {
+		n++
+	}
+	return n
 }
 
 // IsLoopback reports whether a listen address binds only to loopback.
@@ -139,22 +279,45 @@ func IsLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ErrTokenRequired is returned by ListenAndServe for a non-loopback address
-// without a token.
-var ErrTokenRequired = errors.New("mcpserver: listening beyond loopback needs a bearer token (--token-file or $AGENTEXEC_TOKEN)")
+// Errors of ListenAndServe's checks.
+var (
+	// ErrTokenRequired: a TCP listener without a token and without an
+	// explicit NoAuth.
+	ErrTokenRequired = errors.New("mcpserver: serving over TCP needs a bearer token (--token-file or $AGENTEXEC_TOKEN; `agentexec serve` generates one when none is given), or an explicit --no-auth on loopback")
+	// ErrNoAuthBeyondLoopback: NoAuth on an address other processes or
+	// machines reach.
+	ErrNoAuthBeyondLoopback = errors.New("mcpserver: --no-auth is refused on an address beyond loopback: anyone who reaches it could run commands as this user; give a token")
+)
 
-// ListenAndServe serves HTTP on addr until ctx is done, then shuts down
+// IsUnix reports whether addr names a Unix socket ("unix:PATH").
+func IsUnix(addr string) bool { return strings.HasPrefix(addr, "unix:") }
+
+// ListenAndServe serves HTTP on addr ("host:port", or "unix:PATH" for a
+// Unix socket created with mode 0600) until ctx is done, then shuts down
 // within grace: no new requests, running calls cancelled, background jobs
-// stopped. A non-loopback address needs a token.
+// stopped. A TCP address needs a token of at least MinTokenBits, unless
+// o.NoAuth is set and the address is loopback.
 func (s *Server) ListenAndServe(ctx context.Context, addr string, o HTTPOptions, grace time.Duration, ready func(net.Addr)) error {
-	if !IsLoopback(addr) && o.Token == "" {
+	tokens := o.tokens()
+	switch {
+	case len(tokens) == 0 && o.NoAuth && !IsUnix(addr) && !IsLoopback(addr):
+		return ErrNoAuthBeyondLoopback
+	case len(tokens) == 0 && !o.NoAuth && !IsUnix(addr):
 		return ErrTokenRequired
 	}
-	ln, err := net.Listen("tcp", addr)
+	for _, t := range tokens {
+		if err := CheckToken(t); err != nil {
+			return err
+		}
+	}
+	ln, err := listen(addr)
 	if err != nil {
 		return fmt.Errorf("mcpserver: %w", err)
 	}
-	hs := &http.Server{Handler: s.Handler(o), ReadHeaderTimeout: 10 * time.Second}
+	if IsUnix(addr) {
+		defer os.Remove(strings.TrimPrefix(addr, "unix:"))
+	}
+	hs := &http.Server{Handler: s.Handler(o), ReadHeaderTimeout: 10 * time.Second, ConnContext: withPeer}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	if ready != nil {

@@ -12,12 +12,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentexec/agentexec/audit"
 	"github.com/agentexec/agentexec/host"
 	"github.com/agentexec/agentexec/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,6 +30,8 @@ import (
 const (
 	DefaultProgressInterval = 250 * time.Millisecond
 	DefaultMaxCalls         = 16
+	DefaultMaxCallsTotal    = 64
+	DefaultMaxSessions      = 64
 )
 
 // Options configure a Server. The zero value is usable.
@@ -40,9 +45,19 @@ type Options struct {
 	// call beyond it is refused with a message. Zero means
 	// DefaultMaxCalls.
 	MaxCalls int
+	// MaxCallsTotal bounds the calls running at once in all sessions;
+	// zero means DefaultMaxCallsTotal.
+	MaxCallsTotal int
+	// MaxSessions bounds the HTTP sessions open at once: a new client
+	// beyond it is refused (503) until one ends or expires. Zero means
+	// DefaultMaxSessions.
+	MaxSessions int
 	// Secret signs approval state handed to clients; nil means a random
 	// secret for the life of the process.
 	Secret []byte
+	// MaxLineBytes bounds one message over stdio; zero means
+	// DefaultMaxLineBytes.
+	MaxLineBytes int
 	// Logger receives the server's diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -62,6 +77,16 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
+	convs    map[string]*session // conversations by id (see conversation.go)
+
+	// binds ties each HTTP session to the credential that created it.
+	binds bindings
+	// newSession serialises the creation of HTTP sessions.
+	newSession sync.Mutex
+	// calls running in all sessions (MaxCallsTotal).
+	callSem chan struct{}
+	// audit is the registry's sink, watched for /healthz.
+	audit *watchedSink
 
 	// requests are the HTTP requests (POSTs) in progress, by the id the
 	// HTTP handler put in their requestHeader: a call ends when the
@@ -79,6 +104,9 @@ type session struct {
 	cancel   context.CancelFunc
 	mu       sync.Mutex
 	approved map[string]bool // rules approved "always" in this session
+	// lastUsed and expires: when the conversation was last used, and
+	// when its handle expires (guarded by Server.mu).
+	lastUsed, expires time.Time
 }
 
 // New builds a server exposing every tool of h's registry.
@@ -95,7 +123,17 @@ func New(h *host.Host, o Options) *Server {
 	if o.MaxCalls <= 0 {
 		o.MaxCalls = DefaultMaxCalls
 	}
-	s := &Server{h: h, o: o, secret: o.Secret, sessions: map[*mcp.ServerSession]*session{}, log: o.Logger}
+	if o.MaxCallsTotal <= 0 {
+		o.MaxCallsTotal = DefaultMaxCallsTotal
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	s := &Server{h: h, o: o, secret: o.Secret, sessions: map[*mcp.ServerSession]*session{}, log: o.Logger, callSem: make(chan struct{}, o.MaxCallsTotal)}
+	if h.Registry.Audit != nil {
+		s.audit = &watchedSink{inner: h.Registry.Audit}
+		h.Registry.Audit = s.audit
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -141,15 +179,25 @@ func (s *Server) sessionOf(ss *mcp.ServerSession) *session {
 	if se, ok := s.sessions[ss]; ok {
 		return se
 	}
-	id := ss.ID()
-	if id == "" {
-		var b [6]byte
+	// The conversation id is recorded (audit log, job records, both
+	// readable by the commands the server runs): it is never the session
+	// id, which is a bearer secret, but a keyed hash of it.
+	var id string
+	if sid := ss.ID(); sid != "" {
+		id = s.sessionKey(sid)[:16]
+	} else {
+		var b [8]byte
 		rand.Read(b[:])
 		id = hex.EncodeToString(b[:])
 	}
 	se := &session{id: "mcp-" + id, sem: make(chan struct{}, s.o.MaxCalls), approved: map[string]bool{}}
 	se.ctx, se.cancel = context.WithCancel(s.ctx)
 	s.sessions[ss] = se
+	if s.convs == nil {
+		s.convs = map[string]*session{}
+	}
+	se.lastUsed = time.Now()
+	s.convs[se.id] = se
 	go func() {
 		// A client that goes away (stdio EOF, HTTP session closed) cancels
 		// everything it started in the foreground.
@@ -169,16 +217,29 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		if s.ctx.Err() != nil {
 			return textResult("agentexec is shutting down; the command did not run", true), nil
 		}
-		se := s.sessionOf(req.Session)
-		select {
-		case se.sem <- struct{}{}:
-			defer func() { <-se.sem }()
-		default:
-			return textResult(fmt.Sprintf("too many calls are running in this session (the limit is %d); wait for one to finish, "+
-				"or use mode=\"background\" for long commands", s.o.MaxCalls), true), nil
-		}
+		// Counted first, so that the limits below are released before
+		// Shutdown (and tests) see the call gone.
 		s.calls.Add(1)
 		defer s.calls.Done()
+		se := s.sessionOf(req.Session)
+		conv, handle, err := s.conversationFor(se, req)
+		if err != nil {
+			return textResult(strings.TrimPrefix(err.Error(), ErrHandle.Error()+": "), true), nil
+		}
+		select {
+		case conv.sem <- struct{}{}:
+			defer func() { <-conv.sem }()
+		default:
+			return s.refuse(conv, name, "session_call_limit", fmt.Sprintf("too many calls are running in this session (the limit is %d, server.max_calls_per_session); wait for one to finish, "+
+				"or use mode=\"background\" for long commands", s.o.MaxCalls)), nil
+		}
+		select {
+		case s.callSem <- struct{}{}:
+			defer func() { <-s.callSem }()
+		default:
+			return s.refuse(conv, name, "server_call_limit", fmt.Sprintf("too many calls are running on this agentexec server for all its clients (the limit is %d, server.max_calls); "+
+				"wait a moment and try again", s.o.MaxCallsTotal)), nil
+		}
 		// The call ends when the client cancels it, the session goes away,
 		// the HTTP request that carried it is gone, or the server shuts
 		// down.
@@ -197,20 +258,20 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			}
 		}
 
-		call := s.h.Call(se.id)
+		call := s.h.Call(conv.id)
 		args := req.Params.Arguments
 
 		// Approvals: a retry carries the user's answer and our signed state.
 		var answer *approvalAnswer
 		if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
-			a, refusal := s.readAnswer(se, name, args, req.Params)
+			a, refusal := s.readAnswer(conv, name, args, req.Params)
 			if refusal != nil {
-				return refusal, nil
+				return withHandle(refusal, handle), nil
 			}
 			answer = a
 		}
 		pending := &pendingApproval{}
-		call.Approver = s.approver(se, req, answer, pending)
+		call.Approver = s.approver(conv, req, answer, pending)
 
 		if token := req.Params.GetProgressToken(); token != nil {
 			p := newProgress(req.Session, token, s.o.ProgressInterval)
@@ -220,10 +281,79 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		res := s.h.Registry.Dispatch(ctx, call, name, args)
 		if res.Kind == tool.KindApprovalPending && pending.decision != nil {
-			return s.askResult(se, name, args, pending), nil
+			return withHandle(s.askResult(conv, name, args, pending), handle), nil
 		}
-		return toMCP(res), nil
+		return withHandle(toMCP(res), handle), nil
 	}
+}
+
+// withHandle puts the conversation's handle in a result's _meta.
+func withHandle(r *mcp.CallToolResult, handle string) *mcp.CallToolResult {
+	if handle != "" {
+		if r.Meta == nil {
+			r.Meta = mcp.Meta{}
+		}
+		r.Meta[MetaConversation] = handle
+	}
+	return r
+}
+
+// refuse answers a call refused by a limit, and records the refusal in the
+// audit log (a call that did not run is still a call).
+func (s *Server) refuse(se *session, name, rule, text string) *mcp.CallToolResult {
+	sink := s.h.Registry.Audit
+	if sink != nil {
+		var b [8]byte
+		rand.Read(b[:])
+		err := sink.Write(audit.Event{
+			Time: time.Now().UTC(), Type: audit.Denied, CallID: hex.EncodeToString(b[:]), Tool: name, Conversation: se.id,
+			Decision: "deny", Rule: rule, Reason: text, ErrorKind: "limit",
+		})
+		if err != nil && s.h.Registry.OnAuditError != nil {
+			s.h.Registry.OnAuditError(err)
+		}
+	}
+	return textResult(text, true)
+}
+
+// watchedSink remembers whether the last audit write failed, for
+// /healthz.
+type watchedSink struct {
+	inner audit.Sink
+	mu    sync.Mutex
+	err   error
+}
+
+// Write writes to the inner sink and remembers the outcome.
+func (w *watchedSink) Write(e audit.Event) error {
+	err := w.inner.Write(e)
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+	return err
+}
+
+// lastError is the error of the last write, nil when it succeeded.
+func (w *watchedSink) lastError() error {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Health says whether the server can serve calls: nil, or why not (it is
+// shutting down; the audit log cannot be written and audit.fail_closed
+// refuses every call).
+func (s *Server) Health() error {
+	if s.ctx.Err() != nil {
+		return errors.New("shutting down")
+	}
+	if err := s.audit.lastError(); err != nil && s.h.Registry.FailClosed {
+		return fmt.Errorf("degraded: the audit log cannot be written (%v) and audit.fail_closed is set, so every call is refused", err)
+	}
+	return nil
 }
 
 // requestHeader carries, from the HTTP handler to the tool handler, the id

@@ -396,7 +396,7 @@ func TestSessionLimit(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "true"}})
-	if err != nil || !res.IsError || !strings.Contains(text(res), "too many calls are running in this session (the limit is 2)") {
+	if err != nil || !res.IsError || !strings.Contains(text(res), "too many calls are running in this session (the limit is 2, server.max_calls_per_session)") {
 		t.Errorf("%v %q", err, text(res))
 	}
 	cancel()

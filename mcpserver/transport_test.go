@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -98,7 +99,7 @@ func httpClient(t testing.TB, url, token string) *mcp.ClientSession {
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: bearer{token: token, next: tr}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: true}, legacy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,13 +108,13 @@ func httpClient(t testing.TB, url, token string) *mcp.ClientSession {
 }
 
 func TestHTTP(t *testing.T) {
-	url := httpServer(t, proctest.Token(t), HTTPOptions{Token: "s3cret", MaxBodyBytes: 64 << 10})
+	url := httpServer(t, proctest.Token(t), HTTPOptions{Token: testToken, MaxBodyBytes: 64 << 10})
 	resp, err := http.Get(url + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	for _, auth := range []string{"", "Bearer wrong", "Basic s3cret"} {
+	for _, auth := range []string{"", "Bearer wrong", "Basic " + testToken + ""} {
 		req, _ := http.NewRequest("POST", url+"/", strings.NewReader(`{}`))
 		req.Header.Set("Content-Type", "application/json")
 		if auth != "" {
@@ -126,14 +127,14 @@ func TestHTTP(t *testing.T) {
 		resp.Body.Close()
 	}
 	req, _ := http.NewRequest("POST", url+"/", bytes.NewReader(make([]byte, 128<<10)))
-	req.Header.Set("Authorization", "Bearer s3cret")
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("big body: %v %v", err, resp.Status)
 	}
 	resp.Body.Close()
 
-	cs := httpClient(t, url, "s3cret")
+	cs := httpClient(t, url, testToken)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo over http"}})
 	if err != nil || text(res) != "over http\n" {
 		t.Errorf("%v %q", err, text(res))
@@ -147,7 +148,7 @@ func TestHTTPClientGone(t *testing.T) {
 	for _, how := range []string{"session deleted", "connection dropped"} {
 		t.Run(how, func(t *testing.T) {
 			token := proctest.Token(t)
-			url := httpServer(t, token, HTTPOptions{Token: "t"})
+			url := httpServer(t, token, HTTPOptions{Token: testToken})
 			var mu sync.Mutex
 			var conns []net.Conn
 			tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -161,7 +162,7 @@ func TestHTTPClientGone(t *testing.T) {
 			}}
 			defer tr.CloseIdleConnections()
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
-				&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: "t", next: tr}}, DisableStandaloneSSE: true}, nil)
+				&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token: testToken, next: tr}}, DisableStandaloneSSE: true}, legacy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,15 +180,16 @@ func TestHTTPClientGone(t *testing.T) {
 			start := time.Now()
 			if how == "session deleted" {
 				req, _ := http.NewRequest(http.MethodDelete, url+"/", nil)
-				req.Header.Set("Authorization", "Bearer t")
+				req.Header.Set("Authorization", "Bearer "+testToken)
 				req.Header.Set("Mcp-Session-Id", cs.ID())
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
+				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode/100 != 2 {
-					t.Errorf("DELETE: %s", resp.Status)
+					t.Errorf("DELETE: %s %s", resp.Status, b)
 				}
 			}
 			mu.Lock()
@@ -221,11 +223,11 @@ func TestHTTPNeedsTokenBeyondLoopback(t *testing.T) {
 // TestHTTPConcurrent: 200 calls from 8 clients all complete.
 func TestHTTPConcurrent(t *testing.T) {
 	token := proctest.Token(t)
-	url := httpServer(t, token, HTTPOptions{Token: "t"})
+	url := httpServer(t, token, HTTPOptions{Token: testToken})
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
 	for c := range 8 {
-		cs := httpClient(t, url, "t")
+		cs := httpClient(t, url, testToken)
 		for i := range 25 {
 			wg.Add(1)
 			go func() {
@@ -289,3 +291,10 @@ func BenchmarkCall(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 	})
 }
+
+// testToken is a bearer token strong enough for ListenAndServe.
+const testToken = "3f9c0b7e5a1d4c8e9b2f6a0d7c3e1b5a9f4d2c8e0b6a3f7d1c5e9b2a4f8d0c6e"
+
+// legacy makes a Go client speak the last revision with sessions (the
+// SDK's client otherwise speaks 2026-07-28 to a server that offers it).
+var legacy = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}

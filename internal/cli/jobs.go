@@ -51,7 +51,13 @@ user. "lost" means the job's owner is gone without recording its end.`,
 				}
 				fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", j.ID, j.Pid, j.Describe(), age, size, oneLine(j.Command, 60))
 			}
-			return w.Flush()
+			err = w.Flush()
+			for _, j := range list {
+				if j.Note != "" {
+					fmt.Fprintf(stderr, "agentexec: %s: %s\n", j.ID, j.Note)
+				}
+			}
+			return err
 		},
 	}
 	o.addPolicyFlags(cmd.PersistentFlags())

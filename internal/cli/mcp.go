@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -65,42 +66,97 @@ func (o *setupOptions) addServerFlags(f *pflag.FlagSet, verbose *bool) {
 func newServeCmd(stderr io.Writer) *cobra.Command {
 	o := &setupOptions{}
 	var listen, tokenFile string
-	var verbose bool
+	var verbose, noAuth bool
 	var grace time.Duration = 5 * time.Second
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the tools over MCP streamable HTTP",
 		Long: `Serve the configured tools over MCP's streamable HTTP transport, at / (and
-/mcp), with GET /healthz for orchestrators. It binds to loopback by default;
-any other address needs a bearer token, read from --token-file or
-$AGENTEXEC_TOKEN, and agentexec refuses to start without one. On SIGTERM or
-SIGINT it stops accepting requests, ends running commands and background
-jobs, flushes the audit log and exits within --grace.`,
+/mcp), with GET /healthz for orchestrators. It binds to loopback by default.
+
+Every client needs a bearer token: from --token-file (one token per line, one
+per client) or $AGENTEXEC_TOKEN, each of at least 32 random bytes; when none
+is given, agentexec generates one, writes it to a file only you can read in
+its private runtime directory, and prints the client configuration line.
+--no-auth serves without a token, on loopback only (any local user could then
+run commands as you). --listen unix:PATH serves on a Unix socket of mode 0600
+instead, where the file's permissions admit only you (and root), so no token
+is needed. On SIGTERM or SIGINT it stops accepting requests, ends running
+commands and background jobs, flushes the audit log and exits within --grace.`,
 		Example: `  agentexec serve
-  AGENTEXEC_TOKEN=$(cat token) agentexec serve --listen 0.0.0.0:8765`,
+  agentexec serve --listen unix:$XDG_RUNTIME_DIR/agentexec.sock
+  openssl rand -hex 32 > token; agentexec serve --listen 0.0.0.0:8765 --token-file token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			token := os.Getenv("AGENTEXEC_TOKEN")
+			var tokens []string
+			if t := strings.TrimSpace(os.Getenv("AGENTEXEC_TOKEN")); t != "" {
+				tokens = []string{t}
+			}
 			if tokenFile != "" {
-				b, err := os.ReadFile(tokenFile)
-				if err != nil {
+				var err error
+				if tokens, err = mcpserver.ReadTokens(tokenFile); err != nil {
 					return &exitError{code: ExitFailed, msg: "--token-file: " + err.Error()}
 				}
-				token = strings.TrimSpace(string(b))
 			}
-			if !mcpserver.IsLoopback(listen) && token == "" {
-				return &exitError{code: ExitFailed, msg: fmt.Sprintf("serve: %s is not a loopback address; give a bearer token with --token-file or $AGENTEXEC_TOKEN, or listen on 127.0.0.1", listen)}
+			unix := mcpserver.IsUnix(listen)
+			switch {
+			case noAuth && len(tokens) > 0:
+				return &exitError{code: ExitFailed, msg: "serve: --no-auth and a token exclude each other"}
+			case noAuth && !unix && !mcpserver.IsLoopback(listen):
+				return &exitError{code: ExitFailed, msg: fmt.Sprintf("serve: --no-auth is refused on %s, which is not a loopback address: anyone who reaches it could run commands as you; use a token", listen)}
+			case !unix && !mcpserver.IsLoopback(listen) && len(tokens) == 0:
+				return &exitError{code: ExitFailed, msg: fmt.Sprintf("serve: %s is not a loopback address; give a bearer token with --token-file or $AGENTEXEC_TOKEN (make one with `openssl rand -hex 32`), or listen on 127.0.0.1", listen)}
+			}
+			for _, t := range tokens {
+				if err := mcpserver.CheckToken(t); err != nil {
+					return &exitError{code: ExitFailed, msg: "serve: " + strings.TrimPrefix(err.Error(), "mcpserver: ")}
+				}
 			}
 			h, s, err := o.server(cmd, stderr, verbose)
 			if err != nil {
 				return err
 			}
 			defer h.Close()
+			generated := ""
+			if len(tokens) == 0 && !noAuth && !unix {
+				generated = mcpserver.GenerateToken()
+				tokens = []string{generated}
+			}
+			if noAuth {
+				fmt.Fprintf(stderr, "agentexec: warning: --no-auth: every local user can run commands as uid %d through %s\n", os.Getuid(), listen)
+			}
 			ctx, _, stop := interruptible(cmd.Context())
 			defer stop()
-			err = s.ListenAndServe(ctx, listen, mcpserver.HTTPOptions{Token: token}, grace, func(a net.Addr) {
-				fmt.Fprintf(stderr, "agentexec: serving MCP on http://%s/ (health: /healthz)\n", a)
+			var tokenPath string
+			defer func() {
+				if tokenPath != "" {
+					os.Remove(tokenPath)
+				}
+			}()
+			var readyErr error
+			opts := mcpserver.HTTPOptions{Tokens: tokens, NoAuth: noAuth, SessionTimeout: time.Duration(h.Config.Server.SessionIdle)}
+			err = s.ListenAndServe(ctx, listen, opts, grace, func(a net.Addr) {
+				url := fmt.Sprintf("http://%s/mcp", a)
+				if unix {
+					url = "http://localhost/mcp"
+					fmt.Fprintf(stderr, "agentexec: serving MCP on the Unix socket %s (mode 0600: only you and root can connect; health: /healthz)\n", a)
+				} else {
+					fmt.Fprintf(stderr, "agentexec: serving MCP on %s (health: /healthz)\n", url)
+				}
+				if generated == "" {
+					return
+				}
+				tokenPath, readyErr = mcpserver.WriteTokenFile(filepath.Dir(h.Jobs.JobsDir()), "serve-"+strings.NewReplacer(":", "_", "[", "", "]", "").Replace(a.String())+".token", generated)
+				if readyErr != nil {
+					stop()
+					return
+				}
+				fmt.Fprintf(stderr, "agentexec: clients need the bearer token in %s (only you can read it; it changes each start). Connect with:\n", tokenPath)
+				fmt.Fprintf(stderr, "  claude mcp add --transport http agentexec %s --header \"Authorization: Bearer $(cat %s)\"\n", url, tokenPath)
 			})
+			if readyErr != nil {
+				return &exitError{code: ExitFailed, msg: "serve: " + readyErr.Error()}
+			}
 			if err != nil {
 				return &exitError{code: ExitFailed, msg: "serve: " + err.Error()}
 			}
@@ -109,8 +165,9 @@ jobs, flushes the audit log and exits within --grace.`,
 	}
 	o.addServerFlags(cmd.Flags(), &verbose)
 	f := cmd.Flags()
-	f.StringVar(&listen, "listen", "127.0.0.1:8765", "address to listen on")
-	f.StringVar(&tokenFile, "token-file", "", "file holding the bearer token clients must send (default: $AGENTEXEC_TOKEN)")
+	f.StringVar(&listen, "listen", "127.0.0.1:8765", "address to listen on: host:port, or unix:PATH for a Unix socket")
+	f.StringVar(&tokenFile, "token-file", "", "file of bearer tokens clients must send, one per line (default: $AGENTEXEC_TOKEN, else one is generated)")
+	f.BoolVar(&noAuth, "no-auth", false, "serve without a token (loopback only; every local user could then run commands as you)")
 	f.Var(durationFlag{&grace}, "grace", "time allowed for a clean shutdown")
 	return cmd
 }
@@ -134,7 +191,16 @@ func (o *setupOptions) server(cmd *cobra.Command, stderr io.Writer, verbose bool
 			warner(stderr)(err)
 		}
 	}
-	return h, mcpserver.New(h, mcpserver.Options{Version: Version, Logger: logger(stderr, verbose)}), nil
+	// Jobs whose owner died (a server or supervisor killed with SIGKILL)
+	// are ended now, and recorded so.
+	if ended := h.Jobs.EndOrphans(cmd.Context()); len(ended) > 0 {
+		fmt.Fprintf(stderr, "agentexec: ended %d background job(s) left running by an agentexec process that died: %s\n", len(ended), strings.Join(ended, ", "))
+	}
+	sc := h.Config.Server
+	return h, mcpserver.New(h, mcpserver.Options{
+		Version: Version, Logger: logger(stderr, verbose),
+		MaxCalls: sc.MaxCallsPerSession, MaxCallsTotal: sc.MaxCalls, MaxSessions: sc.MaxSessions,
+	}), nil
 }
 
 // warner reports problems that do not stop agentexec (an audit log that

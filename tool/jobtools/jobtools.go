@@ -93,6 +93,9 @@ func seconds(a *tool.Args, field string, def, limit time.Duration) (time.Duratio
 
 func summary(i *jobs.Info) map[string]any {
 	m := map[string]any{"id": i.ID, "pid": i.Pid, "state": i.Describe(), "command": i.Command, "started": i.Started, "output_file": i.JobDir + "/output"}
+	if i.Note != "" {
+		m["note"] = i.Note
+	}
 	if i.ExitCode != nil {
 		m["exit_code"] = *i.ExitCode
 	}
@@ -152,6 +155,9 @@ func (t *List) Prepare(call *tool.Call, raw json.RawMessage) (tool.Action, *tool
 		var items []any
 		for _, j := range list {
 			fmt.Fprintf(&b, "%s  pid %d  %s  %s ago  %s\n", j.ID, j.Pid, j.Describe(), age(j.Started), shorten(j.Command, 80))
+			if j.Note != "" {
+				fmt.Fprintf(&b, "  [note: %s]\n", j.Note)
+			}
 			items = append(items, summary(j))
 		}
 		return &tool.Result{Text: strings.TrimRight(b.String(), "\n"), Structured: map[string]any{"jobs": items}}
@@ -240,6 +246,12 @@ func (t *Output) Prepare(call *tool.Call, raw json.RawMessage) (tool.Action, *to
 			return jobError(id, err)
 		}
 		var b strings.Builder
+		if info.Note != "" {
+			fmt.Fprintf(&b, "[note: %s]\n", info.Note)
+		}
+		if !lines && p.Offset != offset && p.Dropped == 0 && offset < p.Total {
+			fmt.Fprintf(&b, "[offset %d is inside a UTF-8 character; this page starts at its first byte, %d]\n", offset, p.Offset)
+		}
 		if lines {
 			fmt.Fprintf(&b, "[job %s: %s; lines %d to %d (bytes %d to %d of %d so far); next line offset %d]\n",
 				id, info.Describe(), p.FirstLine, max(p.NextLine-1, p.FirstLine), p.Offset, p.Next, p.Total, p.NextLine)
@@ -253,8 +265,10 @@ func (t *Output) Prepare(call *tool.Call, raw json.RawMessage) (tool.Action, *to
 		switch {
 		case p.EOF && p.Ended:
 			b.WriteString("\n[end of output: the job has ended]")
-		case p.EOF:
+		case p.EOF && info.Running():
 			b.WriteString("\n[no more output yet: the job is still running; use wait_seconds to wait for more]")
+		case p.EOF:
+			b.WriteString("\n[end of output so far: the job is " + info.Describe() + "]")
 		}
 		next := p.Next
 		if lines {
@@ -359,8 +373,13 @@ func (t *Wait) Prepare(call *tool.Call, raw json.RawMessage) (tool.Action, *tool
 		var text string
 		if info.Running() {
 			text = fmt.Sprintf("job %s is still running after waiting %s (pid %d, started %s ago)", id, timeout, info.Pid, age(info.Started))
+		} else if d := info.Ended.Sub(info.Started); !info.Ended.IsZero() && !info.Started.IsZero() && d >= 0 {
+			text = fmt.Sprintf("job %s ended: %s after %s", id, info.Describe(), d.Round(time.Millisecond))
 		} else {
-			text = fmt.Sprintf("job %s ended: %s after %s", id, info.Describe(), info.Ended.Sub(info.Started).Round(time.Millisecond))
+			text = fmt.Sprintf("job %s ended: %s (when is not known)", id, info.Describe())
+		}
+		if info.Note != "" {
+			text += "\n[note: " + info.Note + "]"
 		}
 		if p, err := t.M.ReadOutput(id, call.Conversation, 0, 1, false); err == nil && p.Total > 0 {
 			tail, _ := t.M.ReadOutput(id, call.Conversation, max(p.Total-waitTailBytes, 0), waitTailBytes, false)
