@@ -92,8 +92,8 @@ func TestRunAsksAtTheTerminal(t *testing.T) {
 		runApprover = func() (tool.Approver, func(), error) {
 			return &promptApprover{in: strings.NewReader(answer), out: &prompt, quiet: true}, func() {}, nil
 		}
-		code, stdout, stderr := runCLI(t, "run", "--cwd", ws, "X=echo; $X approved")
-		if code != want || !strings.Contains(prompt.String(), "you asked to run:\n    X=echo; $X approved") {
+		code, stdout, stderr := runCLI(t, "run", "--cwd", ws, "X=$(printf echo); $X approved")
+		if code != want || !strings.Contains(prompt.String(), "you asked to run:\n    X=$(printf echo); $X approved") {
 			t.Errorf("%q: %d %q %q; prompt %q", answer, code, stdout, stderr, prompt.String())
 		}
 		if want == 0 && stdout != "approved\n" {
