@@ -66,11 +66,12 @@ func buildAgentexec(t *testing.T) string {
 // list stays as true as the README.
 var readmeSkipped = map[string]string{
 	"go test ./...": "runs this test",
-	"claude mcp add agentexec -- agentexec mcp":                                                               "needs Claude Code, and changes its configuration",
-	"claude mcp add agentexec-all -- agentexec mcp --tools bash,exec,shell.exec --name shell.exec=shell_exec": "needs Claude Code, and changes its configuration",
-	"agentexec jobs logs ID -f":                                                                               "ID stands for a job id; the test runs them with the ids of the jobs the README started",
-	"agentexec jobs kill ID":                                                                                  "ID stands for a job id; the test runs them with the ids of the jobs the README started",
-	"agentexec jobs rm ID":                                                                                    "ID stands for a job id; the test runs them with the ids of the jobs the README started",
+	"claude mcp add agentexec -- agentexec mcp":                                                                                                                       "needs Claude Code, and changes its configuration",
+	"claude mcp add agentexec-all -- agentexec mcp --tools bash,exec,shell.exec --name shell.exec=shell_exec":                                                         "needs Claude Code, and changes its configuration",
+	`claude mcp add --transport http agentexec http://127.0.0.1:8765/mcp --header "Authorization: Bearer $(cat /run/user/1000/agentexec/serve-127.0.0.1_8765.token)"`: "needs Claude Code and a running serve, and changes Claude Code's configuration",
+	"agentexec jobs logs ID -f": "ID stands for a job id; the test runs them with the ids of the jobs the README started",
+	"agentexec jobs kill ID":    "ID stands for a job id; the test runs them with the ids of the jobs the README started",
+	"agentexec jobs rm ID":      "ID stands for a job id; the test runs them with the ids of the jobs the README started",
 }
 
 // readmeCommand is one command of a ```sh block, with the exit status its
