@@ -99,7 +99,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		if wrapped.Done != nil {
 			defer wrapped.Done()
 		}
-		p = &plan{path: wrapped.Path, argv: wrapped.Argv, dir: p.dir, timeout: p.timeout, grace: p.grace, drain: p.drain, extra: wrapped.Files}
+		p = &plan{path: wrapped.Path, argv: wrapped.Argv, dir: p.dir, timeout: p.timeout, grace: p.grace, drain: p.drain, extra: wrapped.Files, attr: wrapped.Attr}
 		env = wrapped.Env
 	}
 	pool := active.Load()
@@ -164,6 +164,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	waitCh := make(chan *exitStatus, 1)
 	go func() {
 		st := c.wait()
+		if wrapped != nil && wrapped.Exited != nil {
+			st.code, st.signal = wrapped.Exited(st.code, st.signal)
+		}
 		unregisterLeader(c.pid)
 		waitCh <- st
 	}()
@@ -230,6 +233,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	res.Stdout = out.stdout.Snapshot()
 	res.Stderr = out.stderr.Snapshot()
 	res.Combined = out.combined.Snapshot()
+	if wrapped != nil && wrapped.Finish != nil {
+		wrapped.Finish(res)
+	}
 	return res, nil
 }
 

@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
+	"syscall"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +26,12 @@ var probe = sync.OnceValue(func() State {
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" {
 		st.UserNS = false
+	}
+	if st.UserNS {
+		// Measured: start a program the way the wall will (seccomp
+		// profiles of container runtimes and AppArmor refuse it where
+		// the sysctls allow it).
+		st.UserNS, st.UserNSDetail = tryNamespaces()
 	}
 	for _, dir := range []string{"/sys/fs/cgroup/pids", "/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
 		if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err != nil {
@@ -110,4 +118,34 @@ func Status() []Layer {
 		bw.Fix = "apt-get install bubblewrap"
 	}
 	return append(layers, bw)
+}
+
+// tryNamespaces starts true(1) in the namespaces of a network-off run.
+func tryNamespaces() (bool, string) {
+	prog := ""
+	for _, p := range []string{"/bin/true", "/usr/bin/true"} {
+		if _, err := os.Stat(p); err == nil {
+			prog = p
+			break
+		}
+	}
+	if prog == "" {
+		return true, "not measured (no true(1) to start)"
+	}
+	a := &syscall.SysProcAttr{}
+	nsAttr(true)(a)
+	pid, err := syscall.ForkExec(prog, []string{"true"}, &syscall.ProcAttr{Sys: a})
+	if err != nil {
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EINVAL) {
+			return false, "the kernel refused new namespaces: " + err.Error()
+		}
+		return false, err.Error()
+	}
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+			break
+		}
+	}
+	return true, "new user, mount, PID, IPC, UTS and network namespaces can be created"
 }

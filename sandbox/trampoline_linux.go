@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -31,13 +31,26 @@ type launch struct {
 	Env  []string `json:"env"`
 	Spec Spec     `json:"spec"`
 	// CgroupProcs is the cgroup.procs file to join, if any.
-	CgroupProcs string `json:"cgroup_procs,omitempty"`
+	CgroupProcs []string `json:"cgroup_procs,omitempty"`
 	// Nproc asks for RLIMIT_NPROC (no cgroup was available).
 	Nproc bool `json:"nproc,omitempty"`
 	// Rules are the Landlock path rules, worked out by the host (hidden
 	// paths expanded, files told from directories) so that the trampoline
 	// does no file system walk.
 	Rules []PathRule `json:"rules,omitempty"`
+	// NS says the trampoline was started in new namespaces and is their
+	// init; Mounts build its root.
+	NS     bool    `json:"ns,omitempty"`
+	Mounts []Mount `json:"mounts,omitempty"`
+}
+
+// exitMsg is what the trampoline sends on its status descriptor: once
+// the program started (OK), and its exit status when it ended.
+type exitMsg struct {
+	OK     bool `json:"ok,omitempty"`
+	Exited bool `json:"exited,omitempty"`
+	Code   int  `json:"code"`
+	Signal int  `json:"signal,omitempty"`
 }
 
 // PathRule is one Landlock path rule.
@@ -87,30 +100,106 @@ func trampoline() *SetupError {
 		return fail(StepReadSpec, err)
 	}
 	s := &l.Spec
-	if l.CgroupProcs != "" {
-		if err := os.WriteFile(l.CgroupProcs, []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+	for _, procs := range l.CgroupProcs {
+		// "0" is the writer itself, in any PID namespace.
+		if err := os.WriteFile(procs, []byte("0"), 0); err != nil {
 			return fail(StepCgroup, err)
 		}
 	}
+	var cwd string
+	if l.NS {
+		unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+		// Nothing in the sandbox may read this process's memory or
+		// /proc files, or trace it.
+		unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+		var err error
+		if cwd, err = os.Getwd(); err != nil {
+			return fail(StepDir, err)
+		}
+		if err := buildRoot(&l); err != nil {
+			return fail(StepMounts, err)
+		}
+		if s.NoNetwork {
+			if err := loopbackUp(); err != nil {
+				return fail(StepNetwork, err)
+			}
+		}
+		if err := unix.Chdir(cwd); err != nil {
+			return fail(StepDir, fmt.Errorf("%s is not visible under the %s profile (it shows the workspace, the system directories and the paths it lists): %w", cwd, s.label(), err))
+		}
+		unix.Sethostname([]byte("sandbox"))
+	}
 	// Everything below applies to this locked thread, the one that
-	// executes the program, which inherits it: no_new_privs first, as
-	// Landlock and seccomp need it.
+	// executes the program, which inherits it: capabilities dropped
+	// (inside the user namespace, or for root without one), then
+	// no_new_privs, as Landlock and seccomp need it.
+	if l.NS || os.Geteuid() == 0 && s.Isolate {
+		if err := dropCaps(); err != nil {
+			return fail(StepCaps, err)
+		}
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(StepNoNewPrv, err)
 	}
 	if err := landlockApply(s, l.Rules); err != nil {
 		return fail(StepLandlock, err)
 	}
-	if s.NoNetwork {
-		if err := installSeccomp(); err != nil {
+	if s.NoNetwork || s.Isolate {
+		if err := installSeccomp(s); err != nil {
 			return fail(StepSeccomp, err)
 		}
 	}
 	if err := setRlimits(s, l.Nproc); err != nil {
 		return fail(StepRlimits, err)
 	}
-	err = syscall.Exec(l.Path, l.Argv, l.Env)
-	return fail(StepExec, fmt.Errorf("%s: %w", l.Path, err))
+	if !l.NS {
+		err = syscall.Exec(l.Path, l.Argv, l.Env)
+		return fail(StepExec, fmt.Errorf("%s: %w", l.Path, err))
+	}
+	return initProgram(&l, fail)
+}
+
+// initProgram starts the program from this (locked, confined) thread, and
+// then serves as the namespace's init until it exits: it reaps orphans,
+// drops the signals sent to it (the host signals the whole process group,
+// which holds the program too; a handled signal is reset to the default
+// in the program, where an ignored one would stay ignored), reports the
+// program's exit status and exits with it, after which the kernel kills
+// whatever is left in the namespace.
+func initProgram(l *launch, fail func(string, error) *SetupError) *SetupError {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs)
+	go func() {
+		for range sigs {
+		}
+	}()
+	pid, err := syscall.ForkExec(l.Path, l.Argv, &syscall.ProcAttr{Env: l.Env, Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		return fail(StepExec, fmt.Errorf("%s: %w", l.Path, err))
+	}
+	status := os.NewFile(statusFD, "status")
+	json.NewEncoder(status).Encode(exitMsg{OK: true})
+	for {
+		var ws syscall.WaitStatus
+		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			os.Exit(125) // cannot happen while the program is a child
+		}
+		if wpid != pid {
+			continue // an orphan reaped
+		}
+		msg := exitMsg{Exited: true, Code: ws.ExitStatus()}
+		code := msg.Code
+		if ws.Signaled() {
+			msg.Code, msg.Signal = -1, int(ws.Signal())
+			code = 128 + msg.Signal
+		}
+		json.NewEncoder(status).Encode(msg)
+		os.Exit(code)
+	}
 }
 
 // Landlock access rights, from the kernel's uapi (landlock.h).
@@ -136,7 +225,7 @@ const (
 	llScopedAll = 1<<2 - 1 // abstract unix sockets and signals, ABI 6
 
 	llRead      = llExecute | llReadFile | llReadDir
-	llWrite     = llWriteFile | llRemoveDir | llRemoveFile | llMakeChar | llMakeDir | llMakeReg | llMakeSock | llMakeFifo | llMakeBlock | llMakeSym | llTruncate
+	llWrite     = llWriteFile | llRemoveDir | llRemoveFile | llMakeDir | llMakeReg | llMakeSock | llMakeFifo | llMakeSym | llTruncate // never device nodes
 	llFileOnly  = llExecute | llWriteFile | llReadFile | llTruncate | llIoctlDev
 	llROFile    = llRead & llFileOnly
 	llRWFile    = (llRead|llWrite)&llFileOnly | llIoctlDev

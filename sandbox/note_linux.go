@@ -1,0 +1,87 @@
+package sandbox
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+
+	"github.com/agentexec/agentexec/capture"
+	"github.com/agentexec/agentexec/runner"
+)
+
+// deniedLine finds a path in an error line that says permission denied,
+// read-only file system or no such file.
+var deniedLine = regexp.MustCompile(`(?i)(~?/[^\s:'"()\x60,]*)[^\n]*?(permission denied|read-only file system|operation not permitted|EACCES|EROFS)|(permission denied|read-only file system|operation not permitted|EACCES|EROFS)[^\n]*?(~?/[^\s:'"()\x60,]+)`)
+
+// noteDenied ends a failed run's output with one line naming the profile
+// and what it allows, when the output blames permissions on a path the
+// profile does not make writable.
+func noteDenied(s *Spec, plan *nsPlan, res *runner.Result) {
+	if res.ExitCode == 0 || res.Outcome != runner.Exited {
+		return
+	}
+	text := append(tail(res.Stderr), tail(res.Stdout)...)
+	if len(text) == 0 {
+		return
+	}
+	path := ""
+	for _, m := range deniedLine.FindAllSubmatch(text, 8) {
+		p := string(m[1])
+		if p == "" {
+			p = string(m[4])
+		}
+		if strings.HasPrefix(p, "~") && s.HomeDir != "" {
+			p = s.HomeDir + p[1:]
+		}
+		if p == "" || p == "/" || allowed(p, plan.writable) || strings.HasPrefix(p, "/dev/") || strings.HasPrefix(p, "/proc/") {
+			continue
+		}
+		path = p
+		break
+	}
+	if path == "" {
+		return
+	}
+	note := "\n[agentexec] " + path + " is outside what the " + s.label() + " sandbox profile lets commands write (" + strings.Join(plan.writable, ", ") +
+		"; the system directories are read-only, other paths and secrets are not visible): work in the workspace, or ask for a profile or path that allows it.\n"
+	res.Combined = appendNote(res.Combined, note)
+	if res.Stderr.TotalBytes > 0 || res.Stdout.TotalBytes == 0 {
+		res.Stderr = appendNote(res.Stderr, note)
+	} else {
+		res.Stdout = appendNote(res.Stdout, note)
+	}
+}
+
+func allowed(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if within(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// tail returns the last 8 KiB kept of a stream.
+func tail(s capture.Snapshot) []byte {
+	b := s.Head
+	if len(s.Tail) > 0 {
+		b = s.Tail
+	}
+	if len(b) > 8<<10 {
+		b = b[len(b)-8<<10:]
+	}
+	return bytes.Clone(b)
+}
+
+func appendNote(s capture.Snapshot, note string) capture.Snapshot {
+	if len(s.Tail) > 0 {
+		s.Tail = append(bytes.Clone(s.Tail), note...)
+	} else {
+		s.Head = append(bytes.Clone(s.Head), note...)
+	}
+	s.TotalBytes += int64(len(note))
+	if s.Unit == capture.Chars {
+		s.TotalChars += int64(len(note))
+	}
+	return s
+}
