@@ -203,14 +203,14 @@ type Options struct {
 
 // State is what this system can do for the sandbox.
 type State struct {
-	LandlockABI int    // 0: none
-	Seccomp     bool   // seccomp filters can be installed
-	UserNS      bool   // new user (and mount, PID, ...) namespaces can be created
+	LandlockABI int  // 0: none
+	Seccomp     bool // seccomp filters can be installed
+	UserNS      bool // new user (and mount, PID, ...) namespaces can be created
 	// UserNSDetail says how UserNS was found, or why the kernel refused.
 	UserNSDetail string
-	PidsCgroup  string // a writable directory of a pids controller, or ""
-	CgroupV2    bool
-	Bwrap       string // path of bubblewrap, or ""
+	PidsCgroup   string // a writable directory of a pids controller, or ""
+	CgroupV2     bool
+	Bwrap        string // path of bubblewrap, or ""
 }
 
 // Layer is one line of `agentexec sandbox status`.

@@ -3,12 +3,12 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"syscall"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
