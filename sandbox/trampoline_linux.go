@@ -61,10 +61,14 @@ type PathRule struct {
 }
 
 // Main runs the trampoline and never returns when this process was started
-// as one; otherwise it returns at once. Call it first thing in main (and in
-// TestMain) of any program that runs sandboxed commands.
+// as one. Otherwise it marks this process non-dumpable (so that a process
+// of the same user, sandboxed or not, cannot read its /proc/PID/environ,
+// maps or memory, nor trace it; its own /proc reads of its children are
+// unaffected) and returns. Call it first thing in main (and in TestMain)
+// of any program that runs sandboxed commands.
 func Main() {
 	if len(os.Args) < 2 || os.Args[1] != trampolineArg {
+		unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 		return
 	}
 	runtime.LockOSThread()
