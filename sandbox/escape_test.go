@@ -515,7 +515,7 @@ func TestToolsWork(t *testing.T) {
 		t.Skip("go is not installed")
 	}
 	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module example.com/hello\n\ngo 1.22\n"), 0o644)
-	os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello from the sandbox\") }\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n\nfunc main() { println(\"hello from the sandbox\") }\n"), 0o644)
 	s.ReadOnly = append(s.ReadOnly, filepath.Dir(filepath.Dir(goBin)), realGOROOT())
 	w, _ := s.Wrapper(Options{})
 	res, err := runner.Run(context.Background(), runner.Spec{

@@ -239,27 +239,38 @@ func nsCloneFlags(noNetwork bool) uintptr {
 	return f
 }
 
-// nsAttr sets the clone flags and identity maps: the user keeps its own
-// uid and gid inside (root stays 0), and the trampoline keeps the
-// capabilities it needs to build the root after it executes, as ambient
-// ones of the new user namespace (it drops them all before the program
-// starts).
+// nsAttr sets the clone flags, and keeps for the trampoline, as ambient
+// capabilities of the new user namespace, those it needs to build the
+// root after it executes (it drops them all before the program starts).
+// The trampoline maps its own uid and gid (the user's, root staying 0):
+// the host cannot write the maps of a child that is, like the host,
+// non-dumpable.
 func nsAttr(noNetwork bool) func(*syscall.SysProcAttr) {
-	uid, gid := os.Getuid(), os.Getgid()
 	return func(a *syscall.SysProcAttr) {
 		a.Cloneflags |= nsCloneFlags(noNetwork)
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-		a.GidMappingsEnableSetgroups = false
-		if uid != 0 {
-			a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
+	}
+}
+
+// mapIDs maps the user's uid and gid to themselves in the new user
+// namespace, from inside it.
+func mapIDs(uid, gid int) error {
+	for _, w := range []struct{ file, data string }{
+		{"/proc/self/setgroups", "deny"},
+		{"/proc/self/gid_map", fmt.Sprintf("%d %d 1\n", gid, gid)},
+		{"/proc/self/uid_map", fmt.Sprintf("%d %d 1\n", uid, uid)},
+	} {
+		if err := os.WriteFile(w.file, []byte(w.data), 0); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // Steps of building the namespace wall, named in SetupErrors.
 const (
 	StepMounts  = "build the sandbox's file system"
+	StepIDs     = "map the user in the user namespace"
 	StepNetwork = "bring up loopback"
 	StepCaps    = "drop capabilities"
 	StepDir     = "enter the working directory"

@@ -42,6 +42,9 @@ type launch struct {
 	// init; Mounts build its root.
 	NS     bool    `json:"ns,omitempty"`
 	Mounts []Mount `json:"mounts,omitempty"`
+	// UID and GID are the user's, mapped to themselves inside.
+	UID int `json:"uid,omitempty"`
+	GID int `json:"gid,omitempty"`
 }
 
 // exitMsg is what the trampoline sends on its status descriptor: once
@@ -104,6 +107,11 @@ func trampoline() *SetupError {
 		return fail(StepReadSpec, err)
 	}
 	s := &l.Spec
+	if l.NS {
+		if err := mapIDs(l.UID, l.GID); err != nil {
+			return fail(StepIDs, err)
+		}
+	}
 	for _, procs := range l.CgroupProcs {
 		// "0" is the writer itself, in any PID namespace.
 		if err := os.WriteFile(procs, []byte("0"), 0); err != nil {
