@@ -112,11 +112,15 @@ func trampoline() *SetupError {
 			return fail(StepIDs, err)
 		}
 	}
+	// The cgroups are opened now (the new root does not show them) and
+	// joined last, so that the trampoline's own allocations do not count.
+	var cgroups []int
 	for _, procs := range l.CgroupProcs {
-		// "0" is the writer itself, in any PID namespace.
-		if err := os.WriteFile(procs, []byte("0"), 0); err != nil {
+		fd, err := unix.Open(procs, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
 			return fail(StepCgroup, err)
 		}
+		cgroups = append(cgroups, fd)
 	}
 	var cwd string
 	if l.NS {
@@ -160,6 +164,13 @@ func trampoline() *SetupError {
 		if err := installSeccomp(s); err != nil {
 			return fail(StepSeccomp, err)
 		}
+	}
+	for _, fd := range cgroups {
+		// "0" is the writer itself, in any PID namespace.
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
+			return fail(StepCgroup, err)
+		}
+		unix.Close(fd)
 	}
 	if err := setRlimits(s, l.Nproc); err != nil {
 		return fail(StepRlimits, err)
