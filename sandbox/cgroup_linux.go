@@ -46,19 +46,18 @@ func memoryCgroup() (dir string, v2 bool) {
 // memory.limit_in_bytes and memory.memsw.limit_in_bytes on v1) so that
 // shared mappings, tmpfs pages and every process of the tree count. It
 // returns the cgroup.procs files the trampoline joins, how to remove the
-// cgroups, and whether pids.max caps the processes (else RLIMIT_NPROC
-// must; RLIMIT_DATA stays in any case).
-func newCgroups(s *Spec) ([]string, func(), bool) {
+// cgroups, whether pids.max caps the processes (else RLIMIT_NPROC must)
+// and whether a memory limit was set (else RLIMIT_DATA must).
+func newCgroups(s *Spec) (procs []string, remove func(), capped, memLimited bool) {
 	var b [6]byte
 	rand.Read(b[:])
 	name := "agentexec-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
-	var dirs, procs []string
-	remove := func() {
+	var dirs []string
+	remove = func() {
 		for i := len(dirs) - 1; i >= 0; i-- {
 			os.Remove(dirs[i])
 		}
 	}
-	capped := false
 	mk := func(root string, files map[string]int64) bool {
 		dir := filepath.Join(root, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -94,7 +93,7 @@ func newCgroups(s *Spec) ([]string, func(), bool) {
 		}
 		if mk(mem, files) {
 			os.WriteFile(filepath.Join(mem, name, "memory.swap.max"), []byte("0"), 0)
-			capped = pids == mem
+			capped, memLimited = pids == mem, true
 		}
 	default:
 		if pids != "" {
@@ -105,10 +104,11 @@ func newCgroups(s *Spec) ([]string, func(), bool) {
 			// and is written after it.
 			if mk(mem, map[string]int64{"memory.limit_in_bytes": s.MemoryBytes}) {
 				os.WriteFile(filepath.Join(mem, name, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(s.MemoryBytes, 10)), 0)
+				memLimited = true
 			}
 		}
 	}
-	return procs, remove, capped
+	return procs, remove, capped, memLimited
 }
 
 // MemoryCgroup reports whether a memory limit is enforced by a cgroup

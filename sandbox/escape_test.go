@@ -24,17 +24,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// helperTry attempts one escape and prints "escaped: OP" when it worked,
-// "held: OP: ERROR" when the kernel refused it.
+// helperTry attempts escapes, each argument one "OP" or "OP=ARG", and
+// prints a line for each: "escaped: OP ARG" when it worked, "held: OP
+// ARG: ERROR" when the kernel refused it.
 func helperTry(args []string) int {
-	op := args[0]
-	err := try(op, args[1:])
-	if err == nil {
-		fmt.Println("escaped:", op)
-		return 0
+	for _, a := range args {
+		op, arg, _ := strings.Cut(a, "=")
+		var opArgs []string
+		if arg != "" {
+			opArgs = []string{arg}
+		}
+		if err := try(op, opArgs); err == nil {
+			fmt.Println("escaped:", op, arg)
+		} else {
+			fmt.Printf("held: %s %s: %v\n", op, arg, err)
+		}
 	}
-	fmt.Println("held:", op+":", err)
-	return 1
+	return 0
 }
 
 func try(op string, args []string) error {
@@ -225,11 +231,28 @@ func boxed(t *testing.T, profile string) (string, Spec) {
 	return ws, s
 }
 
-// tryIn runs the "try" helper under s and returns its output.
-func tryIn(t *testing.T, s Spec, ws string, op string, args ...string) string {
+// tryIn runs the "try" helper under s with attempts ("OP" or "OP=ARG")
+// and returns its output.
+func tryIn(t *testing.T, s Spec, ws string, attempts ...string) string {
 	t.Helper()
-	argv, helper := proctest.HelperArgv(t, "try", append([]string{op}, args...)...)
+	argv, helper := proctest.HelperArgv(t, "try", attempts...)
 	return strings.TrimSpace(out(run(t, s, ws, strings.Join(quoteAll(argv), " ")+" 2>&1", helper)))
+}
+
+// allHeld fails t for every attempt that did not print "held".
+func allHeld(t *testing.T, what string, attempts []string, output string) {
+	t.Helper()
+	lines := strings.Split(output, "\n")
+	if len(lines) != len(attempts) {
+		t.Errorf("%s: %d attempts, output:\n%s", what, len(attempts), output)
+		return
+	}
+	for i, a := range attempts {
+		op, arg, _ := strings.Cut(a, "=")
+		if !strings.HasPrefix(lines[i], "held: "+op+" "+arg+":") {
+			t.Errorf("%s: %s", what, lines[i])
+		}
+	}
 }
 
 // TestEscapes tries each escape class of the red-team review under the
@@ -273,44 +296,21 @@ func TestEscapes(t *testing.T) {
 		}()
 	}
 	host := strconv.Itoa(os.Getpid())
-	type attempt struct {
-		op   string
-		args []string
-	}
 	for _, profile := range []string{"workspace-write", "no-network"} {
 		t.Run(profile, func(t *testing.T) {
 			ws, s := boxed(t, profile)
-			attempts := []attempt{
-				{"mknod-block", []string{filepath.Join(ws, "blk")}},
-				{"mknod-char", []string{filepath.Join(ws, "chr")}},
-				{"sethostname", nil},
-				{"ifflags", nil},
-				{"bpf", nil},
-				{"perf", nil},
-				{"packet", nil},
-				{"netlink-audit", nil},
-				{"keyctl", nil},
-				{"environ", []string{host}}, {"maps", []string{host}},
-				{"environ", []string{"1"}}, {"maps", []string{"1"}}, {"mem", []string{"1"}},
-				{"prlimit", []string{host}}, {"prlimit", []string{"1"}},
-				{"renice", []string{host}}, {"renice", []string{"1"}},
-				{"taskset", []string{host}}, {"taskset", []string{"1"}},
-				{"kill", []string{host}},
-				{"tfo", []string{tln.Addr().String()}},
-				{"tfo-connect", nil},
-				{"unix", []string{sock}},
-				{"abstract", []string{abstract}},
-				{"ptrace", []string{"1"}}, {"ptrace", []string{host}},
-				{"unshare", nil}, {"mount", []string{ws}}, {"chroot", nil}, {"iouring", nil},
+			attempts := []string{
+				"mknod-block=" + filepath.Join(ws, "blk"), "mknod-char=" + filepath.Join(ws, "chr"),
+				"sethostname", "ifflags", "bpf", "perf", "packet", "netlink-audit", "keyctl",
+				"environ=" + host, "maps=" + host, "environ=1", "maps=1", "mem=1",
+				"prlimit=" + host, "prlimit=1", "renice=" + host, "renice=1", "taskset=" + host, "taskset=1", "kill=" + host,
+				"tfo=" + tln.Addr().String(), "tfo-connect", "unix=" + sock, "abstract=" + abstract,
+				"ptrace=1", "ptrace=" + host, "unshare", "mount=" + ws, "chroot", "iouring",
 			}
 			if profile == "no-network" {
-				attempts = append(attempts, attempt{"unix", []string{filepath.Join(ws, "nothing.sock")}})
+				attempts = append(attempts, "unix="+filepath.Join(ws, "nothing.sock"))
 			}
-			for _, a := range attempts {
-				if got := tryIn(t, s, ws, a.op, a.args...); !strings.HasPrefix(got, "held: "+a.op) {
-					t.Errorf("%s %v under %s: %s", a.op, a.args, profile, got)
-				}
-			}
+			allHeld(t, profile, attempts, tryIn(t, s, ws, attempts...))
 			for _, dev := range []string{filepath.Join(ws, "blk"), filepath.Join(ws, "chr")} {
 				if _, err := os.Stat(dev); err == nil {
 					t.Errorf("a device node was made: %s", dev)
@@ -389,17 +389,15 @@ func TestEscapeFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var attempts []string
 	for _, base := range []string{home, realHome} {
 		for _, f := range []string{".ssh/id_ed25519", ".bash_history", ".npmrc", ".config/gh/hosts.yml", ".claude/.credentials.json",
 			".vault-token", ".local/state/agentexec/audit.jsonl", "other-secret"} {
-			if got := tryIn(t, s, home, "read", filepath.Join(base, f)); !strings.HasPrefix(got, "held: ") {
-				t.Errorf("read %s/%s: %s", base, f, got)
-			}
+			attempts = append(attempts, "read="+filepath.Join(base, f))
 		}
-		if got := tryIn(t, s, home, "write", filepath.Join(base, ".ssh/authorized_keys")); !strings.HasPrefix(got, "held: ") {
-			t.Errorf("write authorized_keys under %s: %s", base, got)
-		}
+		attempts = append(attempts, "write="+filepath.Join(base, ".ssh/authorized_keys"))
 	}
+	allHeld(t, "home", attempts, tryIn(t, s, home, attempts...))
 	if b, _ := os.ReadFile(filepath.Join(realHome, ".ssh/authorized_keys")); !strings.HasPrefix(string(b), "SECRET") {
 		t.Errorf("authorized_keys changed: %q", b)
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,6 +35,8 @@ type launch struct {
 	CgroupProcs []string `json:"cgroup_procs,omitempty"`
 	// Nproc asks for RLIMIT_NPROC (no cgroup was available).
 	Nproc bool `json:"nproc,omitempty"`
+	// MemCgroup says a joined cgroup limits memory (no RLIMIT_DATA).
+	MemCgroup bool `json:"mem_cgroup,omitempty"`
 	// Rules are the Landlock path rules, worked out by the host (hidden
 	// paths expanded, files told from directories) so that the trampoline
 	// does no file system walk.
@@ -172,7 +175,7 @@ func trampoline() *SetupError {
 		}
 		unix.Close(fd)
 	}
-	if err := setRlimits(s, l.Nproc); err != nil {
+	if err := setRlimits(s, l.Nproc, l.MemCgroup); err != nil {
 		return fail(StepRlimits, err)
 	}
 	if !l.NS {
@@ -413,9 +416,19 @@ func planRules(s *Spec) []PathRule {
 }
 
 // setRlimits sets the limits last, after everything that allocates.
-func setRlimits(s *Spec, nproc bool) error {
+// They are set with a raw system call, which the Go runtime does not
+// treat as one that may block: it starts no new thread between here and
+// the program's start (a new thread of a race-detector build would need
+// memory that RLIMIT_DATA may no longer allow). memCgroup says a cgroup
+// limits memory, which then replaces RLIMIT_DATA.
+func setRlimits(s *Spec, nproc, memCgroup bool) error {
 	set := func(res int, v uint64, hard uint64) error {
-		return unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: hard})
+		lim := unix.Rlimit{Cur: v, Max: hard}
+		_, _, errno := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(res), uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
+		if errno != 0 {
+			return errno
+		}
+		return nil
 	}
 	if err := set(unix.RLIMIT_CORE, 0, 0); err != nil {
 		return fmt.Errorf("RLIMIT_CORE: %w", err)
@@ -441,7 +454,7 @@ func setRlimits(s *Spec, nproc bool) error {
 			return fmt.Errorf("RLIMIT_NPROC: %w", err)
 		}
 	}
-	if s.MemoryBytes > 0 {
+	if s.MemoryBytes > 0 && !memCgroup {
 		if err := set(unix.RLIMIT_DATA, uint64(s.MemoryBytes), uint64(s.MemoryBytes)); err != nil {
 			return fmt.Errorf("RLIMIT_DATA: %w", err)
 		}

@@ -136,7 +136,8 @@ func start(exe string, l *launch, cleanups []func()) (*runner.Wrapped, error) {
 	s := &l.Spec
 	var moved string
 	if s.Processes > 0 || s.MemoryBytes > 0 {
-		procs, remove, capped := newCgroups(s)
+		procs, remove, capped, memLimited := newCgroups(s)
+		l.MemCgroup = memLimited
 		l.CgroupProcs = procs
 		cleanups = append(cleanups, remove)
 		if len(procs) > 0 {
