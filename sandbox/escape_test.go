@@ -188,6 +188,12 @@ func try(op string, args []string) error {
 		return nil
 	case "write":
 		return os.WriteFile(arg(0), []byte("x"), 0o644)
+	case "openw":
+		f, err := os.OpenFile(arg(0), os.O_WRONLY, 0)
+		if err == nil {
+			f.Close()
+		}
+		return err
 	case "read":
 		b, err := os.ReadFile(arg(0))
 		if err == nil && len(b) == 0 {
@@ -306,6 +312,7 @@ func TestEscapes(t *testing.T) {
 				"prlimit=" + host, "prlimit=1", "renice=" + host, "renice=1", "taskset=" + host, "taskset=1", "kill=" + host,
 				"tfo=" + tln.Addr().String(), "tfo-connect", "unix=" + sock, "abstract=" + abstract,
 				"ptrace=1", "ptrace=" + host, "unshare", "mount=" + ws, "chroot", "iouring",
+				"openw=/proc/sys/kernel/hostname", "openw=/proc/sys/vm/drop_caches", "openw=/proc/sysrq-trigger", "openw=/proc/1/oom_score_adj",
 			}
 			if profile == "no-network" {
 				attempts = append(attempts, "unix="+filepath.Join(ws, "nothing.sock"))

@@ -45,9 +45,11 @@ type launch struct {
 	// init; Mounts build its root.
 	NS     bool    `json:"ns,omitempty"`
 	Mounts []Mount `json:"mounts,omitempty"`
-	// UID and GID are the user's, mapped to themselves inside.
-	UID int `json:"uid,omitempty"`
-	GID int `json:"gid,omitempty"`
+	// UserNS says a user namespace was made; UID and GID are the user's,
+	// mapped to themselves inside.
+	UserNS bool `json:"userns,omitempty"`
+	UID    int  `json:"uid,omitempty"`
+	GID    int  `json:"gid,omitempty"`
 }
 
 // exitMsg is what the trampoline sends on its status descriptor: once
@@ -110,7 +112,7 @@ func trampoline() *SetupError {
 		return fail(StepReadSpec, err)
 	}
 	s := &l.Spec
-	if l.NS {
+	if l.NS && l.UserNS {
 		if err := mapIDs(l.UID, l.GID); err != nil {
 			return fail(StepIDs, err)
 		}

@@ -71,7 +71,7 @@ func withEnv(env, set []string) []string {
 
 // wrapNS prepares one run of s behind the namespace wall.
 func wrapNS(exe string, s Spec, plan *nsPlan, path string, argv, env []string) (*runner.Wrapped, error) {
-	l := launch{Path: path, Argv: argv, Env: withEnv(env, plan.env), Spec: s, Rules: plan.rules, NS: true, Mounts: plan.mounts, UID: os.Getuid(), GID: os.Getgid()}
+	l := launch{Path: path, Argv: argv, Env: withEnv(env, plan.env), Spec: s, Rules: plan.rules, NS: true, Mounts: plan.mounts, UserNS: userNamespace(), UID: os.Getuid(), GID: os.Getgid()}
 	l.Spec.ReadOnly, l.Spec.ReadWrite, l.Spec.Hidden, l.Spec.Home = nil, nil, nil, nil
 	w, err := start(exe, &l, nil)
 	if err != nil {
