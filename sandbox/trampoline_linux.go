@@ -196,7 +196,9 @@ func trampoline() *SetupError {
 // whatever is left in the namespace.
 func initProgram(l *launch, fail func(string, error) *SetupError) *SetupError {
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs)
+	// The signals a host or a person sends to end a command (the others
+	// are ignored by the kernel for an init, or are the runtime's own).
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGALRM, unix.SIGPIPE, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGVTALRM, unix.SIGPROF)
 	go func() {
 		for range sigs {
 		}
