@@ -217,6 +217,10 @@ type State struct {
 type Layer struct {
 	Name      string `json:"name"`
 	Available bool   `json:"available"`
-	Detail    string `json:"detail"`
-	Fix       string `json:"fix,omitempty"`
+	// State is "used", "available" or "missing".
+	State  string `json:"state,omitempty"`
+	Detail string `json:"detail"`
+	// Open says which escapes stay open when the layer is missing.
+	Open string `json:"open_when_missing,omitempty"`
+	Fix  string `json:"fix,omitempty"`
 }

@@ -370,8 +370,14 @@ func TestStatus(t *testing.T) {
 		if !l.Available && l.Fix == "" {
 			t.Errorf("%s is unavailable without a fix", l.Name)
 		}
+		if l.State != "used" && l.State != "available" && l.State != "missing" || (l.State == "missing") == l.Available {
+			t.Errorf("%s: state %q, available %v", l.Name, l.State, l.Available)
+		}
+		if l.Name != "bubblewrap" && l.Name != "rlimits" && l.Name != "capabilities" && l.Open == "" {
+			t.Errorf("%s does not say what its absence leaves open", l.Name)
+		}
 	}
-	if strings.Join(names, ",") != "rlimits,landlock,seccomp,user and network namespaces,cgroup,bubblewrap" {
+	if strings.Join(names, ",") != "namespaces,capabilities,landlock,seccomp,memory cgroup,pids cgroup,rlimits,bubblewrap" {
 		t.Errorf("layers %v", names)
 	}
 }
