@@ -201,7 +201,7 @@ func planNamespaces(s *Spec) (*nsPlan, error) {
 		p.rules = append(p.rules, PathRule{Path: d, Write: true, File: true})
 	}
 	p.rules = append(p.rules, PathRule{Path: "/dev/pts", Write: true}, PathRule{Path: "/dev/shm", Write: true})
-	p.env = append(p.env, "TMPDIR=/tmp", "AGENTEXEC_SANDBOX="+s.label())
+	p.env = append(p.env, "TMPDIR=/tmp", EnvVar+"="+s.label())
 	p.env = append(p.env, cacheEnv(s.Cache)...)
 	p.visible = append(p.visible, systemDirs...)
 	return p, nil

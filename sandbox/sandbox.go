@@ -167,6 +167,12 @@ func (s *Spec) Validate() error {
 	return nil
 }
 
+// EnvVar is set, to the profile's name, in the environment of every
+// command behind the namespace wall (or the fallback of a namespaced
+// profile). A nested agentexec refuses background jobs when it sees it:
+// nothing a sandboxed command starts may outlive it.
+const EnvVar = "AGENTEXEC_SANDBOX"
+
 // Steps of the trampoline, named in SetupErrors.
 const (
 	StepReadSpec = "read the spec"

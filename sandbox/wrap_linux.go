@@ -53,7 +53,7 @@ func (s *Spec) Wrapper(o Options) (func(path string, argv, env []string) (*runne
 	}
 	return func(path string, argv, env []string) (*runner.Wrapped, error) {
 		if spec.Isolate {
-			env = withEnv(env, append(cacheEnv(spec.Cache), "AGENTEXEC_SANDBOX="+spec.label()))
+			env = withEnv(env, append(cacheEnv(spec.Cache), EnvVar+"="+spec.label()))
 		}
 		return wrapRules(exe, spec, rules, path, argv, env)
 	}, nil

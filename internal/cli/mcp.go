@@ -86,6 +86,7 @@ jobs, flushes the audit log and exits within --grace.`,
 					return &exitError{code: ExitFailed, msg: "--token-file: " + err.Error()}
 				}
 				token = strings.TrimSpace(string(b))
+				o.secrets = append(o.secrets, tokenFile)
 			}
 			if !mcpserver.IsLoopback(listen) && token == "" {
 				return &exitError{code: ExitFailed, msg: fmt.Sprintf("serve: %s is not a loopback address; give a bearer token with --token-file or $AGENTEXEC_TOKEN, or listen on 127.0.0.1", listen)}
