@@ -125,7 +125,7 @@ func planNamespaces(s *Spec) (*nsPlan, error) {
 		}
 	}
 	home := s.HomeDir
-	if home != "" {
+	if home != "" && filepath.Clean(home) != "/" {
 		add(Mount{Kind: mTmpfs, Dst: filepath.Clean(home), Data: "mode=0700"})
 		if r := real(home); r != filepath.Clean(home) {
 			add(Mount{Kind: mTmpfs, Dst: r, Data: "mode=0700"})
