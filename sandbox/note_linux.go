@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/agentexec/agentexec/capture"
 	"github.com/agentexec/agentexec/runner"
@@ -11,7 +12,9 @@ import (
 
 // deniedLine finds a path in an error line that says permission denied,
 // read-only file system or no such file.
-var deniedLine = regexp.MustCompile(`(?i)(~?/[^\s:'"()\x60,]*)[^\n]*?(permission denied|read-only file system|operation not permitted|EACCES|EROFS)|(permission denied|read-only file system|operation not permitted|EACCES|EROFS)[^\n]*?(~?/[^\s:'"()\x60,]+)`)
+var deniedLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(~?/[^\s:'"()\x60,]*)[^\n]*?(permission denied|read-only file system|operation not permitted|EACCES|EROFS)|(permission denied|read-only file system|operation not permitted|EACCES|EROFS)[^\n]*?(~?/[^\s:'"()\x60,]+)`)
+}) // compiled on first use: the trampoline never needs it
 
 // noteDenied ends a failed run's output with one line naming the profile
 // and what it allows, when the output blames permissions on a path the
@@ -25,7 +28,7 @@ func noteDenied(s *Spec, plan *nsPlan, res *runner.Result) {
 		return
 	}
 	path := ""
-	for _, m := range deniedLine.FindAllSubmatch(text, 8) {
+	for _, m := range deniedLine().FindAllSubmatch(text, 8) {
 		p := string(m[1])
 		if p == "" {
 			p = string(m[4])
