@@ -27,8 +27,14 @@ var DefaultHidden = []string{
 
 // DefaultHomeAllow are the files of the home directory a namespaced
 // profile shows (read-only) in the otherwise empty HOME: tool
-// configuration that normally holds no credentials.
-var DefaultHomeAllow = []string{"~/.gitconfig", "~/.config/git", "~/.gitignore_global", "~/.editorconfig", "~/.inputrc", "~/.vimrc"}
+// configuration that normally holds no credentials, and the usual places
+// of user-installed toolchains. The directories of the host's PATH that
+// are under HOME are shown read-only too.
+var DefaultHomeAllow = []string{
+	"~/.gitconfig", "~/.config/git", "~/.gitignore_global", "~/.editorconfig", "~/.inputrc", "~/.vimrc",
+	"~/.local/bin", "~/go/bin", "~/.cargo/bin", "~/.rustup", "~/.nvm", "~/.pyenv", "~/.rbenv", "~/.volta", "~/.bun",
+	"~/.deno", "~/.sdkman", "~/.asdf", "~/.local/share/mise", "~/sdk",
+}
 
 // DefaultCacheDir is the persistent, writable directory of the tool
 // caches under the namespaced profiles: $XDG_CACHE_HOME/agentexec/tools,
@@ -105,6 +111,11 @@ func profile(name string, o ProfileOptions) (Spec, error) {
 	allow := o.HomeAllow
 	if allow == nil {
 		allow = DefaultHomeAllow
+		for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+			if home != "" && filepath.IsAbs(dir) && strings.HasPrefix(filepath.Clean(dir), filepath.Clean(home)+"/") {
+				allow = append(allow[:len(allow):len(allow)], filepath.Clean(dir))
+			}
+		}
 	}
 	cache := o.Cache
 	switch cache {
