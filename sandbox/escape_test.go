@@ -556,3 +556,55 @@ func realGOROOT() string {
 	}
 	return real(strings.TrimSpace(string(out)))
 }
+
+// TestEscapesFallback: without namespaces (forced here; the kernel refuses
+// them in some containers) a namespaced profile falls back to Landlock,
+// seccomp and dropped capabilities, which still hold these classes. What
+// it does not cover is in the README and in sandbox status.
+func TestEscapesFallback(t *testing.T) {
+	forceFallback = true
+	defer func() { forceFallback = false }()
+	tln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tln.Close()
+	abstract := "agentexec-test-fb-" + strconv.Itoa(os.Getpid())
+	aln, err := net.Listen("unix", "@"+abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aln.Close()
+	for _, ln := range []net.Listener{tln, aln} {
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
+	host := strconv.Itoa(os.Getpid())
+	for _, profile := range []string{"workspace-write", "no-network"} {
+		t.Run(profile, func(t *testing.T) {
+			ws, s := boxed(t, profile)
+			s.BestEffort = true
+			attempts := []string{
+				"mknod-block=" + filepath.Join(ws, "blk"), "mknod-char=" + filepath.Join(ws, "chr"),
+				"sethostname", "ifflags", "bpf", "perf", "packet", "netlink-audit", "keyctl",
+				"environ=" + host, "maps=" + host, "prlimit=" + host, "renice=" + host, "taskset=" + host, "kill=" + host,
+				"tfo=" + tln.Addr().String(), "tfo-connect", "abstract=" + abstract, "ptrace=" + host,
+				"unshare", "mount=" + ws, "chroot", "iouring", "openw=/proc/sys/kernel/hostname", "openw=/proc/sysrq-trigger",
+			}
+			if profile == "no-network" {
+				attempts = append(attempts, "unix="+filepath.Join(ws, "nothing.sock"))
+			}
+			allHeld(t, profile+" (fallback)", attempts, tryIn(t, s, ws, attempts...))
+			if o := out(run(t, s, ws, "echo $AGENTEXEC_SANDBOX $GOCACHE")); !strings.HasPrefix(o, profile+" /") {
+				t.Errorf("fallback environment: %q", o)
+			}
+		})
+	}
+}
