@@ -234,7 +234,14 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	res.Stderr = out.stderr.Snapshot()
 	res.Combined = out.combined.Snapshot()
 	if wrapped != nil && wrapped.Finish != nil {
-		wrapped.Finish(res)
+		if note := wrapped.Finish(res); note != "" {
+			s := Stderr
+			if spec.MergeOutput {
+				s = Stdout
+			}
+			out.write(s, []byte(note))
+			res.Stdout, res.Stderr, res.Combined = out.stdout.Snapshot(), out.stderr.Snapshot(), out.combined.Snapshot()
+		}
 	}
 	return res, nil
 }

@@ -16,16 +16,16 @@ var deniedLine = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)(~?/[^\s:'"()\x60,]*)[^\n]*?(permission denied|read-only file system|operation not permitted|EACCES|EROFS)|(permission denied|read-only file system|operation not permitted|EACCES|EROFS)[^\n]*?(~?/[^\s:'"()\x60,]+)`)
 }) // compiled on first use: the trampoline never needs it
 
-// noteDenied ends a failed run's output with one line naming the profile
-// and what it allows, when the output blames permissions on a path the
-// profile does not make writable.
-func noteDenied(s *Spec, plan *nsPlan, res *runner.Result) {
+// noteDenied returns one line naming the profile and what it allows, for
+// the end of a failed run's output, when the output blames permissions on
+// a path the profile does not make writable; "" otherwise.
+func noteDenied(s *Spec, plan *nsPlan, res *runner.Result) string {
 	if res.ExitCode == 0 || res.Outcome != runner.Exited {
-		return
+		return ""
 	}
 	text := append(tail(res.Stderr), tail(res.Stdout)...)
 	if len(text) == 0 {
-		return
+		return ""
 	}
 	path := ""
 	for _, m := range deniedLine().FindAllSubmatch(text, 8) {
@@ -43,16 +43,10 @@ func noteDenied(s *Spec, plan *nsPlan, res *runner.Result) {
 		break
 	}
 	if path == "" {
-		return
+		return ""
 	}
-	note := "\n[agentexec] " + path + " is outside what the " + s.label() + " sandbox profile lets commands write (" + strings.Join(plan.writable, ", ") +
+	return "[agentexec] " + path + " is outside what the " + s.label() + " sandbox profile lets commands write (" + strings.Join(plan.writable, ", ") +
 		"; the system directories are read-only, other paths and secrets are not visible): work in the workspace, or ask for a profile or path that allows it.\n"
-	res.Combined = appendNote(res.Combined, note)
-	if res.Stderr.TotalBytes > 0 || res.Stdout.TotalBytes == 0 {
-		res.Stderr = appendNote(res.Stderr, note)
-	} else {
-		res.Stdout = appendNote(res.Stdout, note)
-	}
 }
 
 func allowed(p string, dirs []string) bool {
@@ -74,17 +68,4 @@ func tail(s capture.Snapshot) []byte {
 		b = b[len(b)-8<<10:]
 	}
 	return bytes.Clone(b)
-}
-
-func appendNote(s capture.Snapshot, note string) capture.Snapshot {
-	if len(s.Tail) > 0 {
-		s.Tail = append(bytes.Clone(s.Tail), note...)
-	} else {
-		s.Head = append(bytes.Clone(s.Head), note...)
-	}
-	s.TotalBytes += int64(len(note))
-	if s.Unit == capture.Chars {
-		s.TotalChars += int64(len(note))
-	}
-	return s
 }
