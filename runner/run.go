@@ -28,7 +28,12 @@ type output struct {
 	stderr   *capture.Buffer
 	combined *capture.Buffer
 	onOutput func(Stream, []byte)
+	keepTail bool   // keep the last tailMax bytes of both streams, for Wrapped.Finish
+	tail     []byte // those bytes
 }
+
+// tailMax bounds what Wrapped.Finish gets of the output.
+const tailMax = 8 << 10
 
 func (o *output) write(s Stream, p []byte) {
 	o.mu.Lock()
@@ -39,6 +44,16 @@ func (o *output) write(s Stream, p []byte) {
 		o.stderr.Write(p)
 	}
 	o.combined.Write(p)
+	if o.keepTail {
+		if len(p) >= tailMax {
+			o.tail = append(o.tail[:0], p[len(p)-tailMax:]...)
+		} else {
+			if over := len(o.tail) + len(p) - tailMax; over > 0 {
+				o.tail = append(o.tail[:0], o.tail[over:]...)
+			}
+			o.tail = append(o.tail, p...)
+		}
+	}
 	if o.onOutput != nil {
 		o.onOutput(s, p)
 	}
@@ -99,6 +114,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		if wrapped.Done != nil {
 			defer wrapped.Done()
 		}
+		out.keepTail = wrapped.Finish != nil
 		p = &plan{path: wrapped.Path, argv: wrapped.Argv, dir: p.dir, timeout: p.timeout, grace: p.grace, drain: p.drain, extra: wrapped.Files, attr: wrapped.Attr}
 		env = wrapped.Env
 	}
@@ -234,7 +250,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	res.Stderr = out.stderr.Snapshot()
 	res.Combined = out.combined.Snapshot()
 	if wrapped != nil && wrapped.Finish != nil {
-		if note := wrapped.Finish(res); note != "" {
+		if note := wrapped.Finish(res, out.tail); note != "" {
 			s := Stderr
 			if spec.MergeOutput {
 				s = Stdout

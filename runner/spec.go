@@ -245,9 +245,11 @@ type Wrapped struct {
 	// returns the status to report: a wrapper that stays as the parent of
 	// the program (a PID namespace's init) reports the program's own.
 	Exited func(code, signal int) (int, int)
-	// Finish, if set, is called with the result once the output has been
-	// read; text it returns is added to the command's output as a last
-	// line of stderr (stdout with MergeOutput), through OnOutput too (a
-	// sandbox's note when a command failed on a path it does not allow).
-	Finish func(*Result) string
+	// Finish, if set, is called with the result and the last 8 KiB of
+	// output (both streams, whatever the capture limits keep) once the
+	// output has been read; text it returns is added to the command's
+	// output as a last line of stderr (stdout with MergeOutput), through
+	// OnOutput too (a sandbox's note when a command failed on a path it
+	// does not allow).
+	Finish func(res *Result, tail []byte) string
 }

@@ -1,29 +1,26 @@
 package sandbox
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"sync"
 
-	"github.com/agentexec/agentexec/capture"
 	"github.com/agentexec/agentexec/runner"
 )
 
 // deniedLine finds a path in an error line that says permission denied,
 // read-only file system or no such file.
 var deniedLine = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)(~?/[^\s:'"()\x60,]*)[^\n]*?(permission denied|read-only file system|operation not permitted|EACCES|EROFS)|(permission denied|read-only file system|operation not permitted|EACCES|EROFS)[^\n]*?(~?/[^\s:'"()\x60,]+)`)
+	return regexp.MustCompile(`(?i)(~?/[^\s:'"()\x60,‘’“”]*)[^\n]*?(permission denied|read-only file system|operation not permitted|EACCES|EROFS)|(permission denied|read-only file system|operation not permitted|EACCES|EROFS)[^\n]*?(~?/[^\s:'"()\x60,‘’“”]+)`)
 }) // compiled on first use: the trampoline never needs it
 
 // noteDenied returns one line naming the profile and what it allows, for
 // the end of a failed run's output, when the output blames permissions on
 // a path the profile does not make writable; "" otherwise.
-func noteDenied(s *Spec, plan *nsPlan, res *runner.Result) string {
+func noteDenied(s *Spec, plan *nsPlan, res *runner.Result, text []byte) string {
 	if res.ExitCode == 0 || res.Outcome != runner.Exited {
 		return ""
 	}
-	text := append(tail(res.Stderr), tail(res.Stdout)...)
 	if len(text) == 0 {
 		return ""
 	}
@@ -56,16 +53,4 @@ func allowed(p string, dirs []string) bool {
 		}
 	}
 	return false
-}
-
-// tail returns the last 8 KiB kept of a stream.
-func tail(s capture.Snapshot) []byte {
-	b := s.Head
-	if len(s.Tail) > 0 {
-		b = s.Tail
-	}
-	if len(b) > 8<<10 {
-		b = b[len(b)-8<<10:]
-	}
-	return bytes.Clone(b)
 }

@@ -82,7 +82,7 @@ func wrapNS(exe string, s Spec, plan *nsPlan, path string, argv, env []string) (
 		return nil, err
 	}
 	w.Attr = nsAttr(s.NoNetwork)
-	w.Finish = func(res *runner.Result) string { return noteDenied(&s, plan, res) }
+	w.Finish = func(res *runner.Result, tail []byte) string { return noteDenied(&s, plan, res, tail) }
 	return w, nil
 }
 
