@@ -42,7 +42,14 @@ func noteDenied(s *Spec, plan *nsPlan, res *runner.Result, text []byte) string {
 	if path == "" {
 		return ""
 	}
-	return "[agentexec] " + path + " is outside what the " + s.label() + " sandbox profile lets commands write (" + strings.Join(plan.writable, ", ") +
+	shown := make([]string, 0, len(plan.writable))
+	for _, w := range plan.writable {
+		if w == s.HomeDir {
+			w += " (empty, per run)"
+		}
+		shown = append(shown, w)
+	}
+	return "[agentexec] " + path + " is outside what the " + s.label() + " sandbox profile lets commands write (" + strings.Join(shown, ", ") +
 		"; the system directories are read-only, other paths and secrets are not visible): work in the workspace, or ask for a profile or path that allows it.\n"
 }
 
