@@ -608,3 +608,24 @@ func TestEscapesFallback(t *testing.T) {
 		})
 	}
 }
+
+// FuzzNote: the note about a denied path reads untrusted output; it never
+// panics, is one line, and names at most a path taken from the output.
+func FuzzNote(f *testing.F) {
+	f.Add([]byte("touch: cannot touch '/usr/x': Read-only file system\n"))
+	f.Add([]byte("mkdir: cannot create directory ‘/opt/x’: Permission denied"))
+	f.Add([]byte("open /etc/shadow: permission denied\x00\xff"))
+	f.Add([]byte("EACCES: permission denied, mkdir '~/.npm'"))
+	s := Spec{Name: "workspace-write", HomeDir: "/home/u"}
+	plan := &nsPlan{writable: []string{"/home/u", "/tmp", "/w"}}
+	res := &runner.Result{Outcome: runner.Exited, ExitCode: 1}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		note := noteDenied(&s, plan, res, b)
+		if note == "" {
+			return
+		}
+		if strings.Count(note, "\n") != 1 || !strings.HasSuffix(note, "\n") || !strings.HasPrefix(note, "[agentexec] ") {
+			t.Fatalf("note %q", note)
+		}
+	})
+}
