@@ -74,6 +74,10 @@ type Options struct {
 	// AuditWarn, if set, receives audit problems that do not stop the
 	// host (the log cannot be opened and fail_closed is off).
 	AuditWarn func(error)
+	// Secrets are more files sandboxed commands must never see (a token
+	// file), beside the audit log, the jobs' state directory and the
+	// configuration file, which are always hidden.
+	Secrets []string
 }
 
 // New builds a Host from cfg.
@@ -128,7 +132,7 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 	}
 	box, err := sandbox.Profile(cfg.Sandbox.Profile, sandbox.ProfileOptions{
 		Workspace: h.Workspace, Hidden: hidden, ReadOnly: expand(cfg.Sandbox.ReadOnly), ReadWrite: expand(cfg.Sandbox.ReadWrite),
-		BestEffort: cfg.Sandbox.BestEffort,
+		BestEffort: cfg.Sandbox.BestEffort, Secrets: secretPaths(cfg, o.Secrets),
 	})
 	if err != nil {
 		return nil, err
@@ -280,4 +284,39 @@ func (h *Host) Close() error {
 		errs = append(errs, h.AuditFile.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// secretPaths are the files and directories of agentexec itself that no
+// sandboxed command may see: the audit log's directory, the jobs' state
+// directory (other conversations' output), the configuration file and
+// the given ones (token files).
+func secretPaths(cfg *config.Config, extra []string) []string {
+	var out []string
+	add := func(p string) {
+		if p != "" {
+			if abs, err := filepath.Abs(p); err == nil {
+				out = append(out, abs)
+			}
+		}
+	}
+	audit := cfg.Audit.Path
+	if audit == "" {
+		audit = DefaultAuditPath()
+	}
+	if audit != "" {
+		add(audit)
+		if filepath.Base(filepath.Dir(audit)) == "agentexec" {
+			add(filepath.Dir(audit)) // the default's directory, with the rotated logs
+		}
+	}
+	state := cfg.Jobs.StateDir
+	if state == "" {
+		state = jobs.DefaultStateDir()
+	}
+	add(state)
+	add(cfg.File)
+	for _, p := range extra {
+		add(p)
+	}
+	return out
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentexec/agentexec/sandbox"
 )
 
 // supervisorArg is the hidden first argument that makes Main run a
@@ -163,6 +165,10 @@ func (e *StartError) Error() string { return e.Msg }
 func (m *Manager) Start(ctx context.Context, spec Spec) (*Job, error) {
 	if strings.TrimSpace(spec.Command) == "" && len(spec.Argv) == 0 {
 		return nil, &StartError{Msg: "jobs: empty command"}
+	}
+	if profile := os.Getenv(sandbox.EnvVar); profile != "" {
+		return nil, &StartError{Msg: "jobs: background jobs cannot be started from inside a sandboxed command (the " + profile +
+			" profile): everything a sandboxed command starts ends with it. Run the command in the foreground, or start the job from the outer agentexec"}
 	}
 	if err := m.prepare(&spec); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -21,6 +22,7 @@ type plan struct {
 	grace   time.Duration
 	drain   time.Duration
 	extra   []*os.File // descriptors 3, 4, ... (Wrap)
+	attr    func(*syscall.SysProcAttr)
 }
 
 // defaultShell finds bash, or sh where bash is missing, once per process.

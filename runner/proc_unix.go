@@ -102,11 +102,15 @@ func startProcess(p *plan, env []string, io *pipes, cg *cgroup) (*child, error) 
 	for _, f := range p.extra {
 		files = append(files, f.Fd())
 	}
+	sys := sysProcAttr(cg)
+	if p.attr != nil {
+		p.attr(sys)
+	}
 	pid, err := syscall.ForkExec(p.path, p.argv, &syscall.ProcAttr{
 		Dir:   p.dir,
 		Env:   env,
 		Files: files,
-		Sys:   sysProcAttr(cg),
+		Sys:   sys,
 	})
 	if err != nil {
 		return nil, err

@@ -29,7 +29,12 @@ type output struct {
 	stderr   *capture.Buffer
 	combined *capture.Buffer
 	onOutput func(Stream, []byte)
+	keepTail bool   // keep the last tailMax bytes of both streams, for Wrapped.Finish
+	tail     []byte // those bytes
 }
+
+// tailMax bounds what Wrapped.Finish gets of the output.
+const tailMax = 8 << 10
 
 func (o *output) write(s Stream, p []byte) {
 	o.mu.Lock()
@@ -40,6 +45,16 @@ func (o *output) write(s Stream, p []byte) {
 		o.stderr.Write(p)
 	}
 	o.combined.Write(p)
+	if o.keepTail {
+		if len(p) >= tailMax {
+			o.tail = append(o.tail[:0], p[len(p)-tailMax:]...)
+		} else {
+			if over := len(o.tail) + len(p) - tailMax; over > 0 {
+				o.tail = append(o.tail[:0], o.tail[over:]...)
+			}
+			o.tail = append(o.tail, p...)
+		}
+	}
 	if o.onOutput != nil {
 		o.onOutput(s, p)
 	}
@@ -112,7 +127,8 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		if wrapped.Done != nil {
 			defer wrapped.Done()
 		}
-		p = &plan{path: wrapped.Path, argv: wrapped.Argv, dir: p.dir, timeout: p.timeout, grace: p.grace, drain: p.drain, extra: wrapped.Files}
+		out.keepTail = wrapped.Finish != nil
+		p = &plan{path: wrapped.Path, argv: wrapped.Argv, dir: p.dir, timeout: p.timeout, grace: p.grace, drain: p.drain, extra: wrapped.Files, attr: wrapped.Attr}
 		env = wrapped.Env
 	}
 	pool := active.Load()
@@ -180,6 +196,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	waitCh := make(chan *exitStatus, 1)
 	go func() {
 		st := c.wait()
+		if wrapped != nil && wrapped.Exited != nil {
+			st.code, st.signal = wrapped.Exited(st.code, st.signal)
+		}
 		unregisterLeader(c.pid)
 		waitCh <- st
 	}()
@@ -256,6 +275,16 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	res.Stdout = out.stdout.Snapshot()
 	res.Stderr = out.stderr.Snapshot()
 	res.Combined = out.combined.Snapshot()
+	if wrapped != nil && wrapped.Finish != nil {
+		if note := wrapped.Finish(res, out.tail); note != "" {
+			s := Stderr
+			if spec.MergeOutput {
+				s = Stdout
+			}
+			out.write(s, []byte(note))
+			res.Stdout, res.Stderr, res.Combined = out.stdout.Snapshot(), out.stderr.Snapshot(), out.combined.Snapshot()
+		}
+	}
 	return res, nil
 }
 

@@ -19,6 +19,7 @@ package runner
 import (
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentexec/agentexec/capture"
@@ -236,4 +237,19 @@ type Wrapped struct {
 	// run's own cgroup). Run then finds and ends the processes in it with
 	// the rest of the tree.
 	Cgroup string
+	// Attr, if set, adjusts the process attributes the runner starts the
+	// process with (a sandbox adds namespace clone flags and id maps).
+	Attr func(*syscall.SysProcAttr)
+	// Exited, if set, is given the main process's exit code (-1 when a
+	// signal killed it) and signal as soon as it has been reaped, and
+	// returns the status to report: a wrapper that stays as the parent of
+	// the program (a PID namespace's init) reports the program's own.
+	Exited func(code, signal int) (int, int)
+	// Finish, if set, is called with the result and the last 8 KiB of
+	// output (both streams, whatever the capture limits keep) once the
+	// output has been read; text it returns is added to the command's
+	// output as a last line of stderr (stdout with MergeOutput), through
+	// OnOutput too (a sandbox's note when a command failed on a path it
+	// does not allow).
+	Finish func(res *Result, tail []byte) string
 }

@@ -16,8 +16,11 @@ func Probe() State { return State{} }
 
 // Status says that this platform has no sandbox.
 func Status() []Layer {
-	return []Layer{{Name: "sandbox", Detail: "only Linux is supported", Fix: "run agentexec on Linux"}}
+	return []Layer{{Name: "sandbox", State: "missing", Detail: "only Linux is supported", Open: "everything: commands run unconfined", Fix: "run agentexec on Linux"}}
 }
+
+// StatusOf is Status: nothing is available.
+func StatusOf(*Spec) []Layer { return Status() }
 
 // Missing lists everything s asks for.
 func (s *Spec) Missing() []string {

@@ -13,7 +13,41 @@ var Profiles = []string{"off", "workspace-write", "read-only", "no-network", "st
 
 // DefaultHidden are the secrets that stay unreadable inside readable trees
 // ("~" is the home directory of the user running agentexec).
-var DefaultHidden = []string{"~/.ssh", "~/.aws", "~/.config/gcloud", "~/.azure", "~/.gnupg", "~/.netrc", "~/.docker/config.json", "~/.kube/config", "~/.git-credentials"}
+// Under the namespace wall they are covered wherever a shown directory
+// holds them (the workspace may be HOME itself); with Landlock alone they
+// are left out of the readable rules.
+var DefaultHidden = []string{
+	"~/.ssh", "~/.aws", "~/.config/gcloud", "~/.azure", "~/.gnupg", "~/.netrc", "~/.docker/config.json", "~/.kube",
+	"~/.git-credentials", "~/.config/gh", "~/.config/hub", "~/.npmrc", "~/.yarnrc", "~/.pypirc", "~/.cargo/credentials",
+	"~/.cargo/credentials.toml", "~/.vault-token", "~/.claude", "~/.claude.json", "~/.codex", "~/.config/agentexec",
+	"~/.local/state/agentexec", "~/.local/share/keyrings", "~/.password-store", "~/.pgpass", "~/.my.cnf",
+	"~/.terraform.d/credentials.tfrc.json", "~/.bash_history", "~/.zsh_history", "~/.python_history",
+	"~/.node_repl_history", "~/.psql_history", "~/.mysql_history", "~/.lesshst", "~/.viminfo",
+}
+
+// DefaultHomeAllow are the files of the home directory a namespaced
+// profile shows (read-only) in the otherwise empty HOME: tool
+// configuration that normally holds no credentials, and the usual places
+// of user-installed toolchains. The directories of the host's PATH that
+// are under HOME are shown read-only too.
+var DefaultHomeAllow = []string{
+	"~/.gitconfig", "~/.config/git", "~/.gitignore_global", "~/.editorconfig", "~/.inputrc", "~/.vimrc",
+	"~/.local/bin", "~/go/bin", "~/.cargo/bin", "~/.rustup", "~/.nvm", "~/.pyenv", "~/.rbenv", "~/.volta", "~/.bun",
+	"~/.deno", "~/.sdkman", "~/.asdf", "~/.local/share/mise", "~/sdk",
+}
+
+// DefaultCacheDir is the persistent, writable directory of the tool
+// caches under the namespaced profiles: $XDG_CACHE_HOME/agentexec/tools,
+// or ~/.cache/agentexec/tools ("" without a home directory).
+func DefaultCacheDir() string {
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "agentexec", "tools")
+	}
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		return filepath.Join(home, ".cache", "agentexec", "tools")
+	}
+	return ""
+}
 
 // ProfileOptions complete a profile.
 type ProfileOptions struct {
@@ -24,6 +58,14 @@ type ProfileOptions struct {
 	Hidden []string
 	// ReadOnly and ReadWrite are extra paths.
 	ReadOnly, ReadWrite []string
+	// HomeAllow replaces DefaultHomeAllow when not nil; "~/" is expanded.
+	HomeAllow []string
+	// Secrets are paths never visible in any profile other than off
+	// (the state directory, the audit log, token and configuration
+	// files), added to the hidden ones.
+	Secrets []string
+	// Cache replaces DefaultCacheDir when not empty; "-" means none.
+	Cache string
 	// BestEffort runs with the layers the kernel has.
 	BestEffort bool
 }
@@ -33,7 +75,8 @@ type ProfileOptions struct {
 //   - off: nothing is confined;
 //   - workspace-write (the default): the system read-only, the workspace
 //     and a private tmp writable, secrets hidden, network on;
-//   - read-only: only the private tmp is writable;
+//   - read-only: the workspace is shown read-only; only the private tmp
+//     and the (empty, per-run) HOME are writable;
 //   - no-network: workspace-write without network;
 //   - strict: no-network with seed 003's limits: CPU 60 s, memory 512 MB,
 //     files up to 64 MB, 256 open files (and 512 processes).
@@ -52,17 +95,37 @@ func profile(name string, o ProfileOptions) (Spec, error) {
 		hidden = DefaultHidden
 	}
 	home, _ := os.UserHomeDir()
-	var expanded []string
-	for _, h := range hidden {
-		if rest, ok := strings.CutPrefix(h, "~/"); ok {
-			if home == "" {
-				continue
+	expand := func(list []string) []string {
+		var expanded []string
+		for _, h := range list {
+			if rest, ok := strings.CutPrefix(h, "~/"); ok {
+				if home == "" {
+					continue
+				}
+				h = filepath.Join(home, rest)
 			}
-			h = filepath.Join(home, rest)
+			expanded = append(expanded, h)
 		}
-		expanded = append(expanded, h)
+		return expanded
 	}
-	base := Spec{Filesystem: true, ReadOnly: append([]string{"/"}, o.ReadOnly...), Hidden: expanded, PrivateTmp: true, BestEffort: o.BestEffort}
+	allow := o.HomeAllow
+	if allow == nil {
+		allow = DefaultHomeAllow
+		for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+			if home != "" && filepath.IsAbs(dir) && strings.HasPrefix(filepath.Clean(dir), filepath.Clean(home)+"/") {
+				allow = append(allow[:len(allow):len(allow)], filepath.Clean(dir))
+			}
+		}
+	}
+	cache := o.Cache
+	switch cache {
+	case "":
+		cache = DefaultCacheDir()
+	case "-":
+		cache = ""
+	}
+	base := Spec{Filesystem: true, ReadOnly: append([]string{"/"}, o.ReadOnly...), Hidden: append(expand(hidden), o.Secrets...),
+		PrivateTmp: true, BestEffort: o.BestEffort, Isolate: true, HomeDir: home, Home: expand(allow), Cache: cache}
 	withWorkspace := func(s Spec) Spec {
 		if o.Workspace != "" {
 			s.ReadWrite = append([]string{o.Workspace}, o.ReadWrite...)
@@ -76,6 +139,10 @@ func profile(name string, o ProfileOptions) (Spec, error) {
 		return withWorkspace(base), nil
 	case "read-only":
 		base.ReadWrite = o.ReadWrite
+		base.Cache = "" // nothing persistent is written
+		if o.Workspace != "" {
+			base.ReadOnly = append(base.ReadOnly, o.Workspace)
+		}
 		return base, nil
 	case "no-network":
 		s := withWorkspace(base)
@@ -85,6 +152,7 @@ func profile(name string, o ProfileOptions) (Spec, error) {
 		s := withWorkspace(base)
 		s.NoNetwork = true
 		s.CPUSeconds, s.MemoryBytes, s.FileSizeBytes, s.OpenFiles, s.Processes = 60, 512<<20, 64<<20, 256, 512
+		s.TmpBytes = 256 << 20
 		return s, nil
 	}
 	return Spec{}, fmt.Errorf("sandbox: unknown profile %q; the profiles are %s", name, strings.Join(Profiles, ", "))

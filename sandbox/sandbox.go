@@ -51,6 +51,27 @@ type Spec struct {
 	// exported as TMPDIR and removed afterwards.
 	PrivateTmp bool `json:"private_tmp,omitempty"`
 
+	// Isolate builds the namespace wall (new user, mount, PID, IPC and
+	// UTS namespaces, and a network namespace with only loopback when
+	// NoNetwork): the program sees only the system directories
+	// (read-only), the ReadOnly and ReadWrite paths, the Home allow list,
+	// the tool Cache, a private /tmp and /var/tmp, an empty HOME, a
+	// minimal /dev and its own /proc. It also drops every capability and
+	// installs the seccomp deny list. Where user namespaces are refused,
+	// only BestEffort runs the spec, on Landlock and seccomp alone.
+	Isolate bool `json:"isolate,omitempty"`
+	// HomeDir is the home directory replaced by an empty one, and Home
+	// the paths under it shown read-only (absolute).
+	HomeDir string   `json:"home_dir,omitempty"`
+	Home    []string `json:"home,omitempty"`
+	// Cache is a writable, persistent directory for tool caches
+	// (GOCACHE, GOMODCACHE, npm_config_cache, XDG_CACHE_HOME, CARGO_HOME
+	// and PIP_CACHE_DIR point into it); "" for none.
+	Cache string `json:"cache,omitempty"`
+	// TmpBytes caps the private /tmp (a tmpfs) under Isolate; 0 leaves
+	// the kernel's default (half the memory).
+	TmpBytes int64 `json:"tmp_bytes,omitempty"`
+
 	// NoNetwork denies TCP bind and connect (Landlock), and UDP, raw and
 	// MPTCP sockets, ptrace and io_uring (seccomp).
 	NoNetwork bool `json:"no_network,omitempty"`
@@ -64,7 +85,15 @@ type Spec struct {
 // Enabled reports whether s confines anything.
 func (s *Spec) Enabled() bool {
 	return s != nil && (s.CPUSeconds > 0 || s.MemoryBytes > 0 || s.FileSizeBytes > 0 || s.OpenFiles > 0 || s.Processes > 0 ||
-		s.Filesystem || s.NoNetwork)
+		s.Filesystem || s.NoNetwork || s.Isolate)
+}
+
+// label is the profile's name, or "custom".
+func (s *Spec) label() string {
+	if s.Name == "" {
+		return "custom"
+	}
+	return s.Name
 }
 
 // Stricter returns a spec at least as strict as both a and b: the lower of
@@ -86,7 +115,24 @@ func Stricter(a, b Spec) Spec {
 		Processes:  lower(a.Processes, b.Processes),
 		Filesystem: a.Filesystem || b.Filesystem, NoNetwork: a.NoNetwork || b.NoNetwork,
 		PrivateTmp: a.PrivateTmp || b.PrivateTmp, BestEffort: a.BestEffort && b.BestEffort,
+		Isolate: a.Isolate || b.Isolate, TmpBytes: lower(a.TmpBytes, b.TmpBytes),
 		Hidden: append(slices.Clone(a.Hidden), b.Hidden...),
+	}
+	switch {
+	case a.Isolate && b.Isolate:
+		out.HomeDir, out.Cache = a.HomeDir, a.Cache
+		for _, h := range a.Home {
+			if slices.Contains(b.Home, h) {
+				out.Home = append(out.Home, h)
+			}
+		}
+		if a.Cache != b.Cache {
+			out.Cache = ""
+		}
+	case a.Isolate:
+		out.HomeDir, out.Home, out.Cache = a.HomeDir, a.Home, a.Cache
+	case b.Isolate:
+		out.HomeDir, out.Home, out.Cache = b.HomeDir, b.Home, b.Cache
 	}
 	switch {
 	case a.Filesystem && b.Filesystem:
@@ -108,18 +154,24 @@ func Stricter(a, b Spec) Spec {
 
 // Validate checks that paths are absolute.
 func (s *Spec) Validate() error {
-	for _, list := range [][]string{s.ReadOnly, s.ReadWrite, s.Hidden} {
+	for _, list := range [][]string{s.ReadOnly, s.ReadWrite, s.Hidden, s.Home, {s.HomeDir, s.Cache}} {
 		for _, p := range list {
-			if !filepath.IsAbs(p) {
+			if p != "" && !filepath.IsAbs(p) {
 				return fmt.Errorf("sandbox: %q is not an absolute path", p)
 			}
 		}
 	}
-	if s.CPUSeconds < 0 || s.MemoryBytes < 0 || s.FileSizeBytes < 0 || s.OpenFiles < 0 || s.Processes < 0 {
+	if s.TmpBytes < 0 || s.CPUSeconds < 0 || s.MemoryBytes < 0 || s.FileSizeBytes < 0 || s.OpenFiles < 0 || s.Processes < 0 {
 		return errors.New("sandbox: limits must not be negative")
 	}
 	return nil
 }
+
+// EnvVar is set, to the profile's name, in the environment of every
+// command behind the namespace wall (or the fallback of a namespaced
+// profile). A nested agentexec refuses background jobs when it sees it:
+// nothing a sandboxed command starts may outlive it.
+const EnvVar = "AGENTEXEC_SANDBOX"
 
 // Steps of the trampoline, named in SetupErrors.
 const (
@@ -157,18 +209,24 @@ type Options struct {
 
 // State is what this system can do for the sandbox.
 type State struct {
-	LandlockABI int    // 0: none
-	Seccomp     bool   // seccomp filters can be installed
-	UserNS      bool   // unprivileged user namespaces are allowed
-	PidsCgroup  string // a writable directory of a pids controller, or ""
-	CgroupV2    bool
-	Bwrap       string // path of bubblewrap, or ""
+	LandlockABI int  // 0: none
+	Seccomp     bool // seccomp filters can be installed
+	UserNS      bool // new user (and mount, PID, ...) namespaces can be created
+	// UserNSDetail says how UserNS was found, or why the kernel refused.
+	UserNSDetail string
+	PidsCgroup   string // a writable directory of a pids controller, or ""
+	CgroupV2     bool
+	Bwrap        string // path of bubblewrap, or ""
 }
 
 // Layer is one line of `agentexec sandbox status`.
 type Layer struct {
 	Name      string `json:"name"`
 	Available bool   `json:"available"`
-	Detail    string `json:"detail"`
-	Fix       string `json:"fix,omitempty"`
+	// State is "used", "available" or "missing".
+	State  string `json:"state,omitempty"`
+	Detail string `json:"detail"`
+	// Open says which escapes stay open when the layer is missing.
+	Open string `json:"open_when_missing,omitempty"`
+	Fix  string `json:"fix,omitempty"`
 }

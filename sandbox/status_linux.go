@@ -1,12 +1,14 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,6 +26,12 @@ var probe = sync.OnceValue(func() State {
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" {
 		st.UserNS = false
+	}
+	if st.UserNS {
+		// Measured: start a program the way the wall will (seccomp
+		// profiles of container runtimes and AppArmor refuse it where
+		// the sysctls allow it).
+		st.UserNS, st.UserNSDetail = tryNamespaces()
 	}
 	for _, dir := range []string{"/sys/fs/cgroup/pids", "/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
 		if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err != nil {
@@ -58,42 +66,87 @@ var probe = sync.OnceValue(func() State {
 // Probe returns what this system can do (measured once).
 func Probe() State { return probe() }
 
-// Status lists each layer as available or not, with the reason and the
-// fix.
+// Status lists each layer for the default profile (workspace-write): see
+// StatusOf.
 func Status() []Layer {
+	s, _ := Profile("workspace-write", ProfileOptions{Workspace: "/"})
+	return StatusOf(&s)
+}
+
+// StatusOf lists each layer of the sandbox as used (s uses it and this
+// system has it), available (s does not use it) or missing, with what it
+// does, the escapes a missing layer leaves open, and the fix.
+func StatusOf(s *Spec) []Layer {
 	st := Probe()
 	root := os.Getuid() == 0
-	layers := []Layer{
-		{Name: "rlimits", Available: true, Detail: "CPU, memory (RLIMIT_DATA), file size, open files; core dumps off"},
+	state := func(l *Layer, used bool) {
+		switch {
+		case !l.Available:
+			l.State = "missing"
+		case used:
+			l.State = "used"
+		default:
+			l.State = "available"
+		}
 	}
-	ll := Layer{Name: "landlock", Available: st.LandlockABI >= 6, Detail: fmt.Sprintf("ABI %d", st.LandlockABI)}
+	var layers []Layer
+
+	ns := Layer{Name: "namespaces", Available: st.UserNS,
+		Detail: "new mount, PID, IPC, UTS (and for network-off profiles network) namespaces, with a user namespace for users other than root: " +
+			"a new root showing only the system directories (read-only), the workspace, the tool cache, a private /tmp, an empty HOME and a fresh /proc; " + st.UserNSDetail,
+		Open: "pathname Unix sockets outside the sandbox (ssh-agent, tmux, docker) are reachable; /proc shows the host's processes; " +
+			"under network-off profiles TCP listeners on the host's loopback stay reachable through what seccomp cannot see, and nothing outlives the command only through the runner's sweep and cgroups",
+		Fix: "sysctl user.max_user_namespaces=15000 (and kernel.unprivileged_userns_clone=1, or kernel.apparmor_restrict_unprivileged_userns=0, where they exist); in a container, allow unshare/clone of namespaces in its seccomp profile"}
+	state(&ns, s.Isolate)
+	layers = append(layers, ns)
+
+	caps := Layer{Name: "capabilities", Available: true, Detail: "every capability dropped (effective, permitted, inheritable, ambient, bounding), root included; no_new_privs"}
+	state(&caps, s.Isolate)
+	layers = append(layers, caps)
+
+	ll := Layer{Name: "landlock", Available: st.LandlockABI >= 6, Detail: fmt.Sprintf("ABI %d", st.LandlockABI),
+		Open: "without namespaces, writes anywhere the user may write and reads of hidden secrets; abstract Unix sockets and signals to outside processes; TCP bind/connect under network-off profiles"}
 	switch {
 	case st.LandlockABI == 0:
 		ll.Detail = "not enabled in this kernel"
-		ll.Fix = "use Linux 6.7 or later with CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter"
+		ll.Fix = "use Linux 6.12 or later with CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter"
 	case st.LandlockABI < 6:
 		ll.Detail += ": filesystem only; network needs ABI 4 and scoping ABI 6"
 		ll.Fix = "upgrade the kernel to Linux 6.12 or later"
 	default:
-		ll.Detail += ": filesystem, TCP bind/connect, signal and abstract-socket scoping"
+		ll.Detail += ": filesystem (no device nodes), TCP bind/connect, signal and abstract-socket scoping"
 	}
+	state(&ll, s.Filesystem || s.NoNetwork)
 	layers = append(layers, ll)
-	sc := Layer{Name: "seccomp", Available: st.Seccomp, Detail: "filter for UDP, raw and MPTCP sockets, ptrace and io_uring"}
-	if !st.Seccomp {
-		sc.Fix = "use a kernel with CONFIG_SECCOMP_FILTER=y"
-	}
+
+	sc := Layer{Name: "seccomp", Available: st.Seccomp,
+		Detail: "deny list: device nodes, bpf, perf_event_open, keyring, kexec, modules, mount family, new namespaces, swap, reboot, clocks, ptrace, io_uring, " +
+			"AF_PACKET and netlink beyond routing, TCP Fast Open, prlimit/renice/affinity of other processes; network-off: UDP, raw, MPTCP and Unix sockets",
+		Open: "without it: bpf, perf_event_open, keyring reads, TCP Fast Open and the other calls it denies (the namespaces and dropped capabilities still stop most of them)",
+		Fix:  "use a kernel with CONFIG_SECCOMP_FILTER=y"}
+	state(&sc, s.Isolate || s.NoNetwork)
 	layers = append(layers, sc)
-	ns := Layer{Name: "user and network namespaces", Available: st.UserNS, Detail: "not used by agentexec's own backend (Landlock and seccomp cover the network); bubblewrap uses them"}
-	if !st.UserNS {
-		ns.Fix = "sysctl user.max_user_namespaces=15000 (and kernel.unprivileged_userns_clone=1 where it exists)"
+
+	memDir, memV2 := memoryCgroup()
+	mem := Layer{Name: "memory cgroup", Available: memDir != "",
+		Detail: "memory limit in " + memDir + " (every process of the tree, shared mappings and tmpfs pages counted)",
+		Open:   "the memory limit is RLIMIT_DATA per process: shared mappings (MAP_SHARED) are not counted, and several processes each under the limit together exceed it",
+		Fix:    "run agentexec as root, or in a delegated cgroup v2 with the memory controller (systemd-run --user --scope -p Delegate=yes)"}
+	if memDir != "" && !memV2 {
+		mem.Detail += " (cgroup v1: memory.limit_in_bytes)"
 	}
-	layers = append(layers, ns)
-	cg := Layer{Name: "cgroup", Available: st.PidsCgroup != "", Detail: "pids.max in " + st.PidsCgroup}
+	if memDir == "" {
+		mem.Detail = "no writable memory controller: RLIMIT_DATA instead, which does not count shared mappings"
+	}
+	state(&mem, s.MemoryBytes > 0)
+	layers = append(layers, mem)
+
+	cg := Layer{Name: "pids cgroup", Available: st.PidsCgroup != "", Detail: "pids.max in " + st.PidsCgroup,
+		Open: "the process cap is RLIMIT_NPROC, per user (it counts the user's other processes) and void for root",
+		Fix:  "mount a cgroup v2 hierarchy with the pids controller enabled, or run agentexec in a delegated cgroup (systemd-run --user --scope -p Delegate=yes)"}
 	if st.PidsCgroup == "" {
 		cg.Detail = "no writable pids controller"
-		if root {
-			cg.Fix = "mount a cgroup v2 hierarchy with the pids controller enabled, or run agentexec in a delegated cgroup (systemd-run --user --scope -p Delegate=yes)"
-		} else {
+		if !root {
 			cg.Detail += "; RLIMIT_NPROC caps processes for this (non-root) user instead"
 			cg.Available = true
 		}
@@ -103,11 +156,48 @@ func Status() []Layer {
 	} else {
 		cg.Detail += " (cgroup v1)"
 	}
+	state(&cg, s.Processes > 0)
 	layers = append(layers, cg)
-	bw := Layer{Name: "bubblewrap", Available: st.Bwrap != "", Detail: st.Bwrap}
+
+	rl := Layer{Name: "rlimits", Available: true, Detail: "CPU, file size, open files; core dumps off"}
+	state(&rl, s.Enabled())
+	layers = append(layers, rl)
+
+	bw := Layer{Name: "bubblewrap", Available: st.Bwrap != "", Detail: st.Bwrap + " (not used; compared in the benchmark)"}
 	if st.Bwrap == "" {
 		bw.Detail = "not installed (optional)"
 		bw.Fix = "apt-get install bubblewrap"
 	}
+	state(&bw, false)
 	return append(layers, bw)
+}
+
+// tryNamespaces starts true(1) in the namespaces of a network-off run.
+func tryNamespaces() (bool, string) {
+	prog := ""
+	for _, p := range []string{"/bin/true", "/usr/bin/true"} {
+		if _, err := os.Stat(p); err == nil {
+			prog = p
+			break
+		}
+	}
+	if prog == "" {
+		return true, "not measured (no true(1) to start)"
+	}
+	a := &syscall.SysProcAttr{}
+	nsAttr(true)(a)
+	pid, err := syscall.ForkExec(prog, []string{"true"}, &syscall.ProcAttr{Sys: a})
+	if err != nil {
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EINVAL) {
+			return false, "the kernel refused new namespaces: " + err.Error()
+		}
+		return false, err.Error()
+	}
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+			break
+		}
+	}
+	return true, "new user, mount, PID, IPC, UTS and network namespaces can be created"
 }

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,13 +32,33 @@ type launch struct {
 	Env  []string `json:"env"`
 	Spec Spec     `json:"spec"`
 	// CgroupProcs is the cgroup.procs file to join, if any.
-	CgroupProcs string `json:"cgroup_procs,omitempty"`
+	CgroupProcs []string `json:"cgroup_procs,omitempty"`
 	// Nproc asks for RLIMIT_NPROC (no cgroup was available).
 	Nproc bool `json:"nproc,omitempty"`
+	// MemCgroup says a joined cgroup limits memory (no RLIMIT_DATA).
+	MemCgroup bool `json:"mem_cgroup,omitempty"`
 	// Rules are the Landlock path rules, worked out by the host (hidden
 	// paths expanded, files told from directories) so that the trampoline
 	// does no file system walk.
 	Rules []PathRule `json:"rules,omitempty"`
+	// NS says the trampoline was started in new namespaces and is their
+	// init; Mounts build its root.
+	NS     bool    `json:"ns,omitempty"`
+	Mounts []Mount `json:"mounts,omitempty"`
+	// UserNS says a user namespace was made; UID and GID are the user's,
+	// mapped to themselves inside.
+	UserNS bool `json:"userns,omitempty"`
+	UID    int  `json:"uid,omitempty"`
+	GID    int  `json:"gid,omitempty"`
+}
+
+// exitMsg is what the trampoline sends on its status descriptor: once
+// the program started (OK), and its exit status when it ended.
+type exitMsg struct {
+	OK     bool `json:"ok,omitempty"`
+	Exited bool `json:"exited,omitempty"`
+	Code   int  `json:"code"`
+	Signal int  `json:"signal,omitempty"`
 }
 
 // PathRule is one Landlock path rule.
@@ -48,10 +69,14 @@ type PathRule struct {
 }
 
 // Main runs the trampoline and never returns when this process was started
-// as one; otherwise it returns at once. Call it first thing in main (and in
-// TestMain) of any program that runs sandboxed commands.
+// as one. Otherwise it marks this process non-dumpable (so that a process
+// of the same user, sandboxed or not, cannot read its /proc/PID/environ,
+// maps or memory, nor trace it; its own /proc reads of its children are
+// unaffected) and returns. Call it first thing in main (and in TestMain)
+// of any program that runs sandboxed commands.
 func Main() {
 	if len(os.Args) < 2 || os.Args[1] != trampolineArg {
+		unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 		return
 	}
 	runtime.LockOSThread()
@@ -87,30 +112,124 @@ func trampoline() *SetupError {
 		return fail(StepReadSpec, err)
 	}
 	s := &l.Spec
-	if l.CgroupProcs != "" {
-		if err := os.WriteFile(l.CgroupProcs, []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-			return fail(StepCgroup, err)
+	if l.NS && l.UserNS {
+		if err := mapIDs(l.UID, l.GID); err != nil {
+			return fail(StepIDs, err)
 		}
 	}
+	// The cgroups are opened now (the new root does not show them) and
+	// joined last, so that the trampoline's own allocations do not count.
+	var cgroups []int
+	for _, procs := range l.CgroupProcs {
+		fd, err := unix.Open(procs, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fail(StepCgroup, err)
+		}
+		cgroups = append(cgroups, fd)
+	}
+	var cwd string
+	if l.NS {
+		unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+		// Nothing in the sandbox may read this process's memory or
+		// /proc files, or trace it.
+		unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+		var err error
+		if cwd, err = os.Getwd(); err != nil {
+			return fail(StepDir, err)
+		}
+		if err := buildRoot(&l); err != nil {
+			return fail(StepMounts, err)
+		}
+		if s.NoNetwork {
+			if err := loopbackUp(); err != nil {
+				return fail(StepNetwork, err)
+			}
+		}
+		if err := unix.Chdir(cwd); err != nil {
+			return fail(StepDir, fmt.Errorf("%s is not visible under the %s profile (it shows the workspace, the system directories and the paths it lists): %w", cwd, s.label(), err))
+		}
+		unix.Sethostname([]byte("sandbox"))
+	}
 	// Everything below applies to this locked thread, the one that
-	// executes the program, which inherits it: no_new_privs first, as
-	// Landlock and seccomp need it.
+	// executes the program, which inherits it: capabilities dropped
+	// (inside the user namespace, or for root without one), then
+	// no_new_privs, as Landlock and seccomp need it.
+	if l.NS || os.Geteuid() == 0 && s.Isolate {
+		if err := dropCaps(); err != nil {
+			return fail(StepCaps, err)
+		}
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(StepNoNewPrv, err)
 	}
 	if err := landlockApply(s, l.Rules); err != nil {
 		return fail(StepLandlock, err)
 	}
-	if s.NoNetwork {
-		if err := installSeccomp(); err != nil {
+	if s.NoNetwork || s.Isolate {
+		if err := installSeccomp(s); err != nil {
 			return fail(StepSeccomp, err)
 		}
 	}
-	if err := setRlimits(s, l.Nproc); err != nil {
+	for _, fd := range cgroups {
+		// "0" is the writer itself, in any PID namespace.
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
+			return fail(StepCgroup, err)
+		}
+		unix.Close(fd)
+	}
+	if err := setRlimits(s, l.Nproc, l.MemCgroup); err != nil {
 		return fail(StepRlimits, err)
 	}
-	err = syscall.Exec(l.Path, l.Argv, l.Env)
-	return fail(StepExec, fmt.Errorf("%s: %w", l.Path, err))
+	if !l.NS {
+		err = syscall.Exec(l.Path, l.Argv, l.Env)
+		return fail(StepExec, fmt.Errorf("%s: %w", l.Path, err))
+	}
+	return initProgram(&l, fail)
+}
+
+// initProgram starts the program from this (locked, confined) thread, and
+// then serves as the namespace's init until it exits: it reaps orphans,
+// drops the signals sent to it (the host signals the whole process group,
+// which holds the program too; a handled signal is reset to the default
+// in the program, where an ignored one would stay ignored), reports the
+// program's exit status and exits with it, after which the kernel kills
+// whatever is left in the namespace.
+func initProgram(l *launch, fail func(string, error) *SetupError) *SetupError {
+	sigs := make(chan os.Signal, 16)
+	// The signals a host or a person sends to end a command (the others
+	// are ignored by the kernel for an init, or are the runtime's own).
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGALRM, unix.SIGPIPE, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGVTALRM, unix.SIGPROF)
+	go func() {
+		for range sigs {
+		}
+	}()
+	pid, err := syscall.ForkExec(l.Path, l.Argv, &syscall.ProcAttr{Env: l.Env, Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		return fail(StepExec, fmt.Errorf("%s: %w", l.Path, err))
+	}
+	status := os.NewFile(statusFD, "status")
+	json.NewEncoder(status).Encode(exitMsg{OK: true})
+	for {
+		var ws syscall.WaitStatus
+		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			os.Exit(125) // cannot happen while the program is a child
+		}
+		if wpid != pid {
+			continue // an orphan reaped
+		}
+		msg := exitMsg{Exited: true, Code: ws.ExitStatus()}
+		code := msg.Code
+		if ws.Signaled() {
+			msg.Code, msg.Signal = -1, int(ws.Signal())
+			code = 128 + msg.Signal
+		}
+		json.NewEncoder(status).Encode(msg)
+		os.Exit(code)
+	}
 }
 
 // Landlock access rights, from the kernel's uapi (landlock.h).
@@ -136,7 +255,7 @@ const (
 	llScopedAll = 1<<2 - 1 // abstract unix sockets and signals, ABI 6
 
 	llRead      = llExecute | llReadFile | llReadDir
-	llWrite     = llWriteFile | llRemoveDir | llRemoveFile | llMakeChar | llMakeDir | llMakeReg | llMakeSock | llMakeFifo | llMakeBlock | llMakeSym | llTruncate
+	llWrite     = llWriteFile | llRemoveDir | llRemoveFile | llMakeDir | llMakeReg | llMakeSock | llMakeFifo | llMakeSym | llTruncate // never device nodes
 	llFileOnly  = llExecute | llWriteFile | llReadFile | llTruncate | llIoctlDev
 	llROFile    = llRead & llFileOnly
 	llRWFile    = (llRead|llWrite)&llFileOnly | llIoctlDev
@@ -301,9 +420,19 @@ func planRules(s *Spec) []PathRule {
 }
 
 // setRlimits sets the limits last, after everything that allocates.
-func setRlimits(s *Spec, nproc bool) error {
+// They are set with a raw system call, which the Go runtime does not
+// treat as one that may block: it starts no new thread between here and
+// the program's start (a new thread of a race-detector build would need
+// memory that RLIMIT_DATA may no longer allow). memCgroup says a cgroup
+// limits memory, which then replaces RLIMIT_DATA.
+func setRlimits(s *Spec, nproc, memCgroup bool) error {
 	set := func(res int, v uint64, hard uint64) error {
-		return unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: hard})
+		lim := unix.Rlimit{Cur: v, Max: hard}
+		_, _, errno := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(res), uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
+		if errno != 0 {
+			return errno
+		}
+		return nil
 	}
 	if err := set(unix.RLIMIT_CORE, 0, 0); err != nil {
 		return fmt.Errorf("RLIMIT_CORE: %w", err)
@@ -329,7 +458,7 @@ func setRlimits(s *Spec, nproc bool) error {
 			return fmt.Errorf("RLIMIT_NPROC: %w", err)
 		}
 	}
-	if s.MemoryBytes > 0 {
+	if s.MemoryBytes > 0 && !memCgroup {
 		if err := set(unix.RLIMIT_DATA, uint64(s.MemoryBytes), uint64(s.MemoryBytes)); err != nil {
 			return fmt.Errorf("RLIMIT_DATA: %w", err)
 		}

@@ -1,15 +1,11 @@
 package sandbox
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -39,13 +35,55 @@ func (s *Spec) Wrapper(o Options) (func(path string, argv, env []string) (*runne
 		}
 	}
 	spec := *s
+	if spec.Isolate && Probe().UserNS && !forceFallback {
+		plan, err := planNamespaces(&spec)
+		if err != nil {
+			return nil, err
+		}
+		return func(path string, argv, env []string) (*runner.Wrapped, error) {
+			return wrapNS(exe, spec, plan, path, argv, env)
+		}, nil
+	}
 	var rules []PathRule
 	if spec.Filesystem {
 		rules = cachedRules(&spec) // walked once per set of paths, not per run
+		if spec.Isolate && spec.Cache != "" && os.MkdirAll(spec.Cache, 0o700) == nil {
+			rules = append(rules[:len(rules):len(rules)], PathRule{Path: spec.Cache, Write: true})
+		}
 	}
 	return func(path string, argv, env []string) (*runner.Wrapped, error) {
+		if spec.Isolate {
+			env = withEnv(env, append(cacheEnv(spec.Cache), EnvVar+"="+spec.label()))
+		}
 		return wrapRules(exe, spec, rules, path, argv, env)
 	}, nil
+}
+
+// forceFallback makes Wrapper use the fallback without namespaces (tests
+// of the fallback, on hosts where namespaces work).
+var forceFallback bool
+
+// withEnv returns env with set's variables replacing any of the same
+// name.
+func withEnv(env, set []string) []string {
+	for _, kv := range set {
+		k, v, _ := strings.Cut(kv, "=")
+		env = setEnv(env, k, v)
+	}
+	return env
+}
+
+// wrapNS prepares one run of s behind the namespace wall.
+func wrapNS(exe string, s Spec, plan *nsPlan, path string, argv, env []string) (*runner.Wrapped, error) {
+	l := launch{Path: path, Argv: argv, Env: withEnv(env, plan.env), Spec: s, Rules: plan.rules, NS: true, Mounts: plan.mounts, UserNS: userNamespace(), UID: os.Getuid(), GID: os.Getgid()}
+	l.Spec.ReadOnly, l.Spec.ReadWrite, l.Spec.Hidden, l.Spec.Home = nil, nil, nil, nil
+	w, err := start(exe, &l, nil)
+	if err != nil {
+		return nil, err
+	}
+	w.Attr = nsAttr(s.NoNetwork)
+	w.Finish = func(res *runner.Result, tail []byte) string { return noteDenied(&s, plan, res, tail) }
+	return w, nil
 }
 
 // Missing lists the layers s asks for that this system cannot provide.
@@ -55,7 +93,10 @@ func (s *Spec) Missing() []string {
 	if (s.Filesystem || s.NoNetwork) && st.LandlockABI < 6 {
 		out = append(out, fmt.Sprintf("Landlock ABI 6 is needed, this kernel has %d", st.LandlockABI))
 	}
-	if s.NoNetwork && !st.Seccomp {
+	if s.Isolate && !st.UserNS {
+		out = append(out, "namespaces cannot be created ("+st.UserNSDetail+"); without them the wall is Landlock and seccomp only, which leaves pathname Unix sockets reachable, /proc of the host's processes visible, and (with network) TCP listeners reachable")
+	}
+	if (s.NoNetwork || s.Isolate) && !st.Seccomp {
 		out = append(out, "seccomp is not available")
 	}
 	if s.Processes > 0 && st.PidsCgroup == "" && os.Getuid() == 0 {
@@ -71,11 +112,6 @@ func wrap(exe string, s Spec, path string, argv, env []string) (*runner.Wrapped,
 
 func wrapRules(exe string, s Spec, rules []PathRule, path string, argv, env []string) (*runner.Wrapped, error) {
 	var cleanups []func()
-	done := func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}
 	l := launch{Path: path, Argv: argv, Env: env, Spec: s, Rules: rules}
 	l.Spec.ReadOnly, l.Spec.ReadWrite, l.Spec.Hidden = nil, nil, nil // the rules say it all
 	if s.PrivateTmp {
@@ -83,17 +119,35 @@ func wrapRules(exe string, s Spec, rules []PathRule, path string, argv, env []st
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: private tmp: %w", err)
 		}
+		if s.Isolate && os.Geteuid() != 0 {
+			os.Chmod(dir, 0o700)
+		}
 		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 		l.Rules = append(l.Rules[:len(l.Rules):len(l.Rules)], PathRule{Path: dir, Write: true})
 		l.Env = setEnv(l.Env, "TMPDIR", dir)
 	}
-	if s.Processes > 0 {
-		if procs, remove, err := newPidsCgroup(s.Processes); err == nil {
-			l.CgroupProcs = procs
-			cleanups = append(cleanups, remove)
-		} else {
-			l.Nproc = true
+	return start(exe, &l, cleanups)
+}
+
+// start sends l to a trampoline that the runner starts (with the
+// cgroups l needs), and reads what it reports.
+func start(exe string, l *launch, cleanups []func()) (*runner.Wrapped, error) {
+	done := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
 		}
+	}
+	s := &l.Spec
+	var moved string
+	if s.Processes > 0 || s.MemoryBytes > 0 {
+		procs, remove, capped, memLimited := newCgroups(s)
+		l.MemCgroup = memLimited
+		l.CgroupProcs = procs
+		cleanups = append(cleanups, remove)
+		if len(procs) > 0 {
+			moved = filepath.Dir(procs[0])
+		}
+		l.Nproc = !capped
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -107,7 +161,7 @@ func wrapRules(exe string, s Spec, rules []PathRule, path string, argv, env []st
 		done()
 		return nil, err
 	}
-	payload, err := json.Marshal(&l)
+	payload, err := json.Marshal(l)
 	if err != nil {
 		done()
 		return nil, err
@@ -123,10 +177,7 @@ func wrapRules(exe string, s Spec, rules []PathRule, path string, argv, env []st
 			specW.Close()
 		}()
 	}
-	var moved string
-	if l.CgroupProcs != "" {
-		moved = filepath.Dir(l.CgroupProcs)
-	}
+	dec := json.NewDecoder(io.LimitReader(statusR, 1<<20))
 	return &runner.Wrapped{
 		Cgroup: moved, // the trampoline leaves the run's cgroup for it
 		Path:   exe,
@@ -136,18 +187,33 @@ func wrapRules(exe string, s Spec, rules []PathRule, path string, argv, env []st
 		Env:   []string{"GOMAXPROCS=1"},
 		Files: []*os.File{specR, statusW},
 		Started: func(pid int) error {
-			defer statusR.Close()
-			b, _ := io.ReadAll(io.LimitReader(statusR, 1<<20))
-			if len(b) == 0 {
+			var msg struct {
+				SetupError
+				exitMsg
+			}
+			switch err := dec.Decode(&msg); {
+			case err == io.EOF:
 				return nil // the status descriptor closed on exec: the target runs
+			case err != nil:
+				return &SetupError{Step: StepReadSpec, Msg: "the trampoline failed: " + err.Error()}
+			case msg.OK:
+				return nil // the namespace's init started the target
+			case msg.Step == "":
+				return &SetupError{Step: StepReadSpec, Msg: "the trampoline failed without saying why"}
 			}
-			var se SetupError
-			if json.Unmarshal(b, &se) != nil || se.Step == "" {
-				return &SetupError{Step: StepReadSpec, Msg: "the trampoline failed: " + strings.TrimSpace(string(b))}
-			}
-			return &se
+			return &msg.SetupError
 		},
-		Done: done,
+		Exited: func(code, signal int) (int, int) {
+			var msg exitMsg
+			if dec.Decode(&msg) == nil && msg.Exited {
+				return msg.Code, msg.Signal // the program's own status, not its init's
+			}
+			return code, signal
+		},
+		Done: func() {
+			statusR.Close()
+			done()
+		},
 	}, nil
 }
 
@@ -159,27 +225,6 @@ func setEnv(env []string, key, value string) []string {
 		}
 	}
 	return append(out, key+"="+value)
-}
-
-// newPidsCgroup creates a cgroup capping processes, and returns its
-// cgroup.procs file and how to remove it.
-func newPidsCgroup(max int64) (string, func(), error) {
-	root := Probe().PidsCgroup
-	if root == "" {
-		return "", nil, errors.New("no writable pids cgroup")
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	dir := filepath.Join(root, "agentexec-"+strconv.Itoa(os.Getpid())+"-"+hex.EncodeToString(b[:]))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", nil, err
-	}
-	remove := func() { os.Remove(dir) }
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatInt(max, 10)), 0); err != nil {
-		remove()
-		return "", nil, err
-	}
-	return filepath.Join(dir, "cgroup.procs"), remove, nil
 }
 
 // HelperName is the small trampoline program agentexec prefers when it is

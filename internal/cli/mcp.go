@@ -97,6 +97,7 @@ commands and background jobs, flushes the audit log and exits within --grace.`,
 				if tokens, err = mcpserver.ReadTokens(tokenFile); err != nil {
 					return &exitError{code: ExitFailed, msg: "--token-file: " + err.Error()}
 				}
+				o.secrets = append(o.secrets, tokenFile)
 			}
 			unix := mcpserver.IsUnix(listen)
 			switch {

@@ -25,14 +25,18 @@ func newSandboxCmd(stdout io.Writer) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(layers)
 			}
+			fmt.Fprintln(stdout, "layers (used by the default profile, workspace-write; available; or missing):")
 			for _, l := range layers {
-				mark := "available"
-				if !l.Available {
-					mark = "NOT available"
+				mark := l.State
+				if mark == "" {
+					mark = map[bool]string{true: "available", false: "missing"}[l.Available]
 				}
-				fmt.Fprintf(stdout, "%-28s %-14s %s\n", l.Name, mark, l.Detail)
+				fmt.Fprintf(stdout, "%-28s %-10s %s\n", l.Name, mark, l.Detail)
+				if !l.Available && l.Open != "" {
+					fmt.Fprintf(stdout, "%-28s %-10s left open: %s\n", "", "", l.Open)
+				}
 				if l.Fix != "" && !l.Available {
-					fmt.Fprintf(stdout, "%-28s %-14s fix: %s\n", "", "", l.Fix)
+					fmt.Fprintf(stdout, "%-28s %-10s fix: %s\n", "", "", l.Fix)
 				}
 			}
 			for _, p := range sandbox.Profiles {

@@ -32,6 +32,7 @@ type setupOptions struct {
 	auditMax   int64
 	auditFail  bool
 	sandbox    string
+	secrets    []string // files sandboxed commands must never see (a token file)
 }
 
 func (o *setupOptions) addPolicyFlags(f *pflag.FlagSet) {
@@ -165,7 +166,7 @@ func (o *setupOptions) host(cmd *cobra.Command, warn func(error)) (*host.Host, e
 	if err != nil {
 		return nil, err
 	}
-	h, err := host.New(cfg, host.Options{AuditWarn: warn})
+	h, err := host.New(cfg, host.Options{AuditWarn: warn, Secrets: o.secrets})
 	if err != nil {
 		return nil, &exitError{code: ExitFailed, msg: err.Error()}
 	}
