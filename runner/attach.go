@@ -3,10 +3,7 @@ package runner
 import (
 	"context"
 	"os"
-	"strconv"
 	"sync"
-	"syscall"
-	"time"
 )
 
 // Attach names the descriptors a process started with Start gets as its
@@ -92,113 +89,17 @@ func Start(spec Spec, a Attach) (*Process, error) {
 	if a.Terminal && a.Stdin == nil {
 		return nil, &StartError{Kind: ErrInvalidSpec, Detail: "a controlling terminal needs Attach.Stdin"}
 	}
-	marker := MarkerVar + "=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(runSeq.Add(1), 10)
-	env := append(p.env[:len(p.env):len(p.env)], marker)
-	var wrapped *Wrapped
-	if spec.Wrap != nil {
-		if wrapped, err = spec.Wrap(p.path, p.argv, env); err != nil {
-			return nil, &StartError{Kind: ErrSandbox, Program: p.argv[0], Err: err}
-		}
-		p = &plan{path: wrapped.Path, argv: wrapped.Argv, dir: p.dir, timeout: p.timeout, grace: p.grace, drain: p.drain, extra: wrapped.Files}
-		env = wrapped.Env
-	}
-	cleanup := func() {
-		if wrapped != nil && wrapped.Done != nil {
-			wrapped.Done()
-		}
-	}
-	pool := active.Load()
-	var cg *cgroup
-	if pool != nil {
-		cg, _ = pool.get()
-	}
-	c, err := startAttached(p, env, a, cg)
-	if err != nil && cg != nil && cgroupRefused(err) {
-		cg.remove()
-		cg = nil
-		c, err = startAttached(p, env, a, nil)
-	}
-	if wrapped != nil {
-		for _, f := range wrapped.Files {
-			f.Close()
-		}
-	}
+	l, err := launch(&spec, p, func(p *plan, env []string, cg *cgroup) (*child, error) {
+		return startAttached(p, env, a, cg)
+	})
 	if err != nil {
-		if cg != nil {
-			pool.release(cg, true)
-		}
-		cleanup()
-		return nil, startError(p, err)
+		return nil, err
 	}
-	if wrapped != nil && wrapped.Started != nil {
-		if serr := wrapped.Started(c.pid); serr != nil {
-			signalGroup(c.pid, syscall.SIGKILL)
-			if cg != nil {
-				cg.kill()
-			}
-			c.wait()
-			if cg != nil {
-				pool.release(cg, false)
-			}
-			cleanup()
-			return nil, &StartError{Kind: ErrSandbox, Program: spec.programName(), Err: serr}
-		}
-	}
-	start := time.Now()
-	registerLeader(c.pid)
-	proc := &Process{Pid: c.pid, stop: make(chan struct{}), done: make(chan struct{})}
-	waitCh := make(chan *exitStatus, 1)
-	go func() {
-		st := c.wait()
-		unregisterLeader(c.pid)
-		waitCh <- st
-	}()
-	t := newTree(c.pid, marker, cg)
-	if wrapped != nil && wrapped.Cgroup != "" {
-		t.moved = trackCgroup(wrapped.Cgroup)
-	}
-	watchStart(c.pid, marker, t.cgroupDirs()...)
+	proc := &Process{Pid: l.c.pid, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(proc.done)
-		defer cleanup()
-		var timeout <-chan time.Time
-		if p.timeout > 0 {
-			tm := time.NewTimer(p.timeout)
-			defer tm.Stop()
-			timeout = tm.C
-		}
-		res := &Result{Pid: c.pid, Start: start}
-		var st *exitStatus
-		select {
-		case st = <-waitCh:
-		case <-timeout:
-			res.Outcome = TimedOut
-		case <-proc.stop:
-			res.Outcome = Cancelled
-		}
-		if st == nil {
-			select {
-			case st = <-waitCh:
-				res.Outcome = 0
-			default:
-				st = t.end(p.grace, waitCh, nil)
-			}
-		}
-		res.Duration = time.Since(start)
-		setStatus(res, st)
-		if res.Outcome == 0 {
-			res.Outcome = Exited
-			if res.Signal != 0 {
-				res.Outcome = Signaled
-			}
-		}
-		t.end(p.grace, nil, st)
-		res.LeftoversKilled = t.killed()
-		watchEnd(c.pid, marker, false)
-		if cg != nil {
-			pool.release(cg, t.empty)
-		}
-		proc.res = res
+		defer l.done()
+		proc.res = l.finish(proc.stop, false)
 	}()
 	return proc, nil
 }

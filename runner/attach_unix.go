@@ -31,6 +31,9 @@ func startAttached(p *plan, env []string, a Attach, cg *cgroup) (*child, error) 
 		files = append(files, f.Fd())
 	}
 	attr := sysProcAttr(cg)
+	if p.attr != nil {
+		p.attr(attr) // a wrapper's namespaces
+	}
 	if a.Terminal {
 		attr.Setctty = true
 		attr.Ctty = 0 // the child's descriptor 0

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -114,65 +113,19 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		}
 		return nil, &StartError{Kind: ErrUnsupported, Program: p.argv[0], Detail: "cannot create pipes", Err: err}
 	}
-	marker := MarkerVar + "=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(runSeq.Add(1), 10)
-	env := append(p.env[:len(p.env):len(p.env)], marker)
-
-	var wrapped *Wrapped
-	if spec.Wrap != nil {
-		if wrapped, err = spec.Wrap(p.path, p.argv, env); err != nil {
-			pipes.closeChildEnds()
-			pipes.closeParentEnds()
-			return nil, &StartError{Kind: ErrSandbox, Program: p.argv[0], Err: err}
-		}
-		if wrapped.Done != nil {
-			defer wrapped.Done()
-		}
-		out.keepTail = wrapped.Finish != nil
-		p = &plan{path: wrapped.Path, argv: wrapped.Argv, dir: p.dir, timeout: p.timeout, grace: p.grace, drain: p.drain, extra: wrapped.Files, attr: wrapped.Attr}
-		env = wrapped.Env
-	}
-	pool := active.Load()
-	var cg *cgroup
-	if pool != nil {
-		cg, _ = pool.get() // without one, the session and sweep still apply
-	}
-	c, err := startProcess(p, env, pipes, cg)
-	if err != nil && cg != nil && cgroupRefused(err) {
-		cg.remove() // the kernel would not put a process there: out of the pool for good
-		cg = nil
-		c, err = startProcess(p, env, pipes, nil)
-	}
+	l, err := launch(&spec, p, func(p *plan, env []string, cg *cgroup) (*child, error) {
+		return startProcess(p, env, pipes, cg)
+	})
 	pipes.closeChildEnds()
-	if wrapped != nil {
-		for _, f := range wrapped.Files {
-			f.Close()
-		}
-	}
 	if err != nil {
-		if cg != nil {
-			pool.release(cg, true)
-		}
 		pipes.closeParentEnds()
-		return nil, startError(p, err)
+		return nil, err
 	}
-	if wrapped != nil && wrapped.Started != nil {
-		if serr := wrapped.Started(c.pid); serr != nil {
-			signalGroup(c.pid, syscall.SIGKILL)
-			if cg != nil {
-				cg.kill()
-			}
-			c.wait()
-			if cg != nil {
-				pool.release(cg, false)
-			}
-			pipes.closeParentEnds()
-			return nil, &StartError{Kind: ErrSandbox, Program: spec.programName(), Err: serr}
-		}
-	}
-	start := time.Now()
-	registerLeader(c.pid)
+	defer l.done()
+	wrapped := l.wrapped
+	out.keepTail = wrapped != nil && wrapped.Finish != nil
 	if spec.OnStart != nil {
-		spec.OnStart(c.pid)
+		spec.OnStart(l.c.pid)
 	}
 
 	var wg sync.WaitGroup
@@ -193,62 +146,8 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 			pipes.stdin.Close()
 		}()
 	}
-	waitCh := make(chan *exitStatus, 1)
-	go func() {
-		st := c.wait()
-		if wrapped != nil && wrapped.Exited != nil {
-			st.code, st.signal = wrapped.Exited(st.code, st.signal)
-		}
-		unregisterLeader(c.pid)
-		waitCh <- st
-	}()
-
-	var timeout <-chan time.Time
-	if p.timeout > 0 {
-		t := time.NewTimer(p.timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	t := newTree(c.pid, marker, cg)
-	if wrapped != nil && wrapped.Cgroup != "" {
-		t.moved = trackCgroup(wrapped.Cgroup)
-	}
-	watchStart(c.pid, marker, t.cgroupDirs()...)
-	res := &Result{Pid: c.pid, Start: start}
-	var st *exitStatus
-	select {
-	case st = <-waitCh:
-	case <-timeout:
-		res.Outcome = TimedOut
-	case <-ctx.Done():
-		res.Outcome = Cancelled
-	}
-	if st == nil {
-		select {
-		case st = <-waitCh: // it exited just as the timer fired: not a timeout
-			res.Outcome = 0
-		default:
-			st = t.end(p.grace, waitCh, nil)
-		}
-	}
-	res.Duration = time.Since(start)
-	setStatus(res, st)
-	if res.Outcome == 0 {
-		res.Outcome = Exited
-		if res.Signal != 0 {
-			res.Outcome = Signaled
-		}
-	}
-	if spec.KeepLeftovers && (res.Outcome == Exited || res.Outcome == Signaled) {
-		res.LeftoversKept = t.keep()
-	} else {
-		t.end(p.grace, nil, st)
-	}
-	res.LeftoversKilled = t.killed()
-	watchEnd(c.pid, marker, res.LeftoversKept > 0)
-	if cg != nil {
-		pool.release(cg, t.empty)
-	}
+	res := l.finish(ctx.Done(), spec.KeepLeftovers)
+	p = l.plan
 
 	if pipes.stdin != nil {
 		pipes.stdin.Close() // unblocks a writer whose reader outlived the command
