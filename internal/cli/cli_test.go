@@ -62,7 +62,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"bad cwd", []string{"run", "--cwd", "/no/such/dir", "true"}, 125, "", `bad working directory "/no/such/dir"`},
 		{"argv literal", []string{"run", "--argv", "--", "echo", "$HOME", ";", "*"}, 0, "$HOME ; *\n", ""},
 		{"env", []string{"run", "--env", "FOO=bar", "echo $FOO"}, 0, "bar\n", ""},
-		{"leftovers", []string{"run", "sleep 600 & echo started"}, 0, "started\n", "killed 1 process(es)"},
+		{"leftovers", []string{"run", "--sandbox", "off", "sleep 600 & echo started"}, 0, "started\n", "killed 1 process(es)"},
 		{"stdin is empty", []string{"run", "cat; echo done"}, 0, "done\n", ""},
 	}
 	for _, c := range cases {
@@ -104,7 +104,7 @@ func TestRunFlagErrors(t *testing.T) {
 
 func TestRunJSON(t *testing.T) {
 	token := proctest.Token(t)
-	code, stdout, _ := runCLI(t, "run", "--json", "--max-output", "10", "--truncate", "head", "--env", token, "seq 1 100; echo e >&2; sleep 600 & exit 3")
+	code, stdout, _ := runCLI(t, "run", "--sandbox", "off", "--json", "--max-output", "10", "--truncate", "head", "--env", token, "seq 1 100; echo e >&2; sleep 600 & exit 3")
 	if code != 3 {
 		t.Errorf("exit %d, want 3", code)
 	}

@@ -285,7 +285,9 @@ func TestExecGrantSaysHow(t *testing.T) {
 func TestDetachedCallRecordsSandbox(t *testing.T) {
 	dir := callEnv(t)
 	log := filepath.Join(dir, "audit.jsonl")
-	cfg := writeConfig(t, "[tools]\ndetach_after = \"1s\"\n[sandbox]\nprofile = \"workspace-write\"\n")
+	// A sandboxed start under the race detector can take a second or more
+	// on a loaded machine: the quick command must not detach by accident.
+	cfg := writeConfig(t, "[tools]\ndetach_after = \"5s\"\n[sandbox]\nprofile = \"workspace-write\"\n")
 	type result struct {
 		Run struct {
 			Sandbox string `json:"sandbox"`
@@ -298,7 +300,7 @@ func TestDetachedCallRecordsSandbox(t *testing.T) {
 		job                    bool
 	}{
 		{"ends before", "echo quick", "exited", false},
-		{"detaches", "sleep 3; echo slow", "detached", true},
+		{"detaches", "sleep 8; echo slow", "detached", true},
 	} {
 		code, stdout, stderr := runCLI(t, "call", "--config", cfg, "--audit-log", log, "--json", "bash", `{"command": "`+c.command+`"}`)
 		var r result
