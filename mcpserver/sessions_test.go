@@ -5,7 +5,6 @@ package mcpserver
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -55,21 +54,8 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 	return text(res), res.IsError
 }
 
-// ptyFDs counts this process's descriptors on a pseudo-terminal: a
-// session that leaked its terminal leaves one behind.
-func ptyFDs(t *testing.T) int {
-	es, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range es {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && (l == "/dev/ptmx" || strings.HasPrefix(l, "/dev/pts/")) {
-			n++
-		}
-	}
-	return n
-}
+// ptyFDs counts this process's descriptors on a pseudo-terminal.
+func ptyFDs(t testing.TB) int { return proctest.PTYDescriptors(t) }
 
 // TestInteractiveSessionOverMCP drives a Python REPL through exec_command
 // and write_stdin over MCP, then checks that a session still running when

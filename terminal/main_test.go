@@ -3,7 +3,6 @@
 package terminal
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,24 +16,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// ptyFDs counts this process's descriptors open on a pseudo-terminal
-// (a master, /dev/ptmx, or a slave, /dev/pts/N): a session that leaked
-// its terminal leaves one behind. (Counting /dev/pts entries instead would
-// see the terminals of other tests running on the machine.)
-func ptyFDs(t testing.TB) int {
-	t.Helper()
-	es, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range es {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && (l == "/dev/ptmx" || strings.HasPrefix(l, "/dev/pts/")) {
-			n++
-		}
-	}
-	return n
-}
+// ptyFDs counts this process's descriptors on a pseudo-terminal.
+func ptyFDs(t testing.TB) int { return proctest.PTYDescriptors(t) }
 
 // start starts a session with a token in its environment and checks, at
 // the end of the test, that it ended, that none of its processes survived

@@ -149,3 +149,22 @@ func OpenFDs(t testing.TB) int {
 	}
 	return len(entries) - 1 // ReadDir's own descriptor
 }
+
+// PTYDescriptors returns how many of this process's descriptors are open
+// on a pseudo-terminal (a master, /dev/ptmx, or a slave, /dev/pts/N): a
+// session that leaked its terminal leaves one behind. (Counting /dev/pts
+// entries instead would see the terminals of other tests on the machine.)
+func PTYDescriptors(t testing.TB) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot list file descriptors: %v", err)
+	}
+	n := 0
+	for _, e := range es {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && (l == "/dev/ptmx" || strings.HasPrefix(l, "/dev/pts/")) {
+			n++
+		}
+	}
+	return n
+}

@@ -5,7 +5,6 @@ package unifiedexec
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -69,22 +68,8 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-// ptyFDs counts this process's descriptors on a pseudo-terminal (see the
-// terminal package's tests).
-func ptyFDs(t testing.TB) int {
-	t.Helper()
-	es, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range es {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && (l == "/dev/ptmx" || strings.HasPrefix(l, "/dev/pts/")) {
-			n++
-		}
-	}
-	return n
-}
+// ptyFDs counts this process's descriptors on a pseudo-terminal.
+func ptyFDs(t testing.TB) int { return proctest.PTYDescriptors(t) }
 
 // call dispatches one call in conversation "c1".
 func (f *fixture) call(name string, input any) *tool.Result {
