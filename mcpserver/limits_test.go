@@ -18,8 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// serveHTTP serves s on a loopback port until the test ends.
-func serveHTTP(t *testing.T, s *Server, o HTTPOptions) string {
+// serveHTTP serves s on a loopback port until the test ends, and fails
+// the test if serving ended with an error.
+func serveHTTP(t testing.TB, s *Server, o HTTPOptions) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan net.Addr, 1)
@@ -35,7 +36,9 @@ func serveHTTP(t *testing.T, s *Server, o HTTPOptions) string {
 	}
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 		http.DefaultClient.CloseIdleConnections()
 	})
 	return "http://" + addr.String()

@@ -59,27 +59,7 @@ func TestStdioServer(t *testing.T) {
 func httpServer(t testing.TB, token string, o HTTPOptions) (url string) {
 	t.Helper()
 	h, _ := newHost(t, token)
-	s := New(h, Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- s.ListenAndServe(ctx, "127.0.0.1:0", o, 5*time.Second, func(a net.Addr) { addrc <- a })
-	}()
-	var addr net.Addr
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		http.DefaultClient.CloseIdleConnections()
-	})
-	return "http://" + addr.String()
+	return serveHTTP(t, New(h, Options{}), o)
 }
 
 type bearer struct {
