@@ -250,7 +250,6 @@ func (a *execAction) Run(ctx context.Context, call *tool.Call) *tool.Result {
 	}
 	e := &Entry{Conversation: call.Conversation, Command: a.in.Cmd, Dir: a.dir, Sandbox: label, Sandboxed: a.t.Sandbox.Enabled(), Session: s, ring: ring}
 	m.add(e)
-	m.release(call.Conversation)
 	m.emit(e, "session.started", func(ev *audit.Event) {
 		ev.CallID, ev.Tool, ev.Command, ev.Cwd = call.ID, ExecCommandName, a.in.Cmd, a.dir
 		if a.in.TTY {

@@ -188,6 +188,10 @@ func (m *Manager) reserve(conv string) error {
 func (m *Manager) release(conv string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.releaseLocked(conv)
+}
+
+func (m *Manager) releaseLocked(conv string) {
 	if m.reserved[conv] <= 1 {
 		delete(m.reserved, conv)
 	} else {
@@ -234,7 +238,9 @@ func (m *Manager) sorted(conv string) []*Entry {
 }
 
 // add registers a started session under a new id, ends it after the idle
-// timeout, and audits its end.
+// timeout, and audits its end. It takes over the reservation reserve made
+// for e's conversation in the same critical section, so that the session is
+// never counted twice against the limits.
 func (m *Manager) add(e *Entry) {
 	var b [8]byte
 	rand.Read(b[:])
@@ -246,6 +252,7 @@ func (m *Manager) add(e *Entry) {
 		m.sessions = map[string]*Entry{}
 	}
 	m.sessions[e.ID] = e
+	m.releaseLocked(e.Conversation)
 	closed := m.closed
 	m.evictEnded()
 	m.mu.Unlock()

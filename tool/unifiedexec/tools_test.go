@@ -280,11 +280,13 @@ func TestSessionCap(t *testing.T) {
 	f.m.MaxPerConversation = DefaultMaxLive
 	var wg sync.WaitGroup
 	ids := make([]string, DefaultMaxLive)
+	texts := make([]string, DefaultMaxLive)
 	for i := range DefaultMaxLive {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			res := f.callIn(fmt.Sprint("c", i%2), ExecCommandName, map[string]any{"cmd": "sleep 100", "yield_time_ms": 250})
+			texts[i] = res.Text
 			if m := sessionRE.FindStringSubmatch(res.Text); m != nil {
 				ids[i] = m[1]
 			}
@@ -293,7 +295,7 @@ func TestSessionCap(t *testing.T) {
 	wg.Wait()
 	for i, id := range ids {
 		if id == "" {
-			t.Fatalf("session %d did not start", i)
+			t.Fatalf("session %d did not start: %q", i, texts[i])
 		}
 	}
 	res := f.callIn("c0", ExecCommandName, map[string]any{"cmd": "echo one too many"})
