@@ -158,8 +158,18 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	// bounds waiting for EOF from writers that are still alive: those kept
 	// by KeepLeftovers, or a process that left the tracked tree while
 	// holding the pipes. Output they write later is not captured, and the
-	// result says so.
-	deadline := time.Now().Add(p.drain)
+	// result says so. When the end of the tree saw nothing left (its
+	// cgroup empty, where there is one), the likeliest holder is a sibling
+	// run's child between its fork and its exec (the kernel wakes a vfork
+	// parent before it closes the child's close-on-exec descriptors),
+	// which lets go as soon as it is scheduled. So the bound is then
+	// settledDrain, long enough for a loaded machine to schedule it; only
+	// an escapee that nothing tracked (no cgroup) makes a run wait for it.
+	drain := p.drain
+	if l.tree.empty && res.LeftoversKept == 0 {
+		drain = max(drain, settledDrain)
+	}
+	deadline := time.Now().Add(drain)
 	pipes.stdout.SetReadDeadline(deadline)
 	if pipes.stderr != nil {
 		pipes.stderr.SetReadDeadline(deadline)

@@ -214,8 +214,8 @@ func TestKeepLeftovers(t *testing.T) {
 // only once the grace period has passed. The timeout is short, so on a
 // loaded machine it can fire before the command has set up its SIGTERM
 // handling (it then dies of SIGTERM, which proves nothing); such a try is
-// made again, up to a few times, and only a try in which the command said
-// it was ready counts.
+// made again with a longer timeout, up to a few times, and only a try in
+// which the command said it was ready counts.
 func TestGraceThenKill(t *testing.T) {
 	argv, helperEnv := proctest.HelperArgv(t, "ignoreterm")
 	for _, c := range []struct {
@@ -230,6 +230,8 @@ func TestGraceThenKill(t *testing.T) {
 				token := proctest.Token(t)
 				spec := c.spec
 				spec.Env = append(append([]string(nil), spec.Env...), token)
+				// Each try gives a loaded machine twice as long to start it.
+				spec.Timeout <<= try - 1
 				start := time.Now()
 				res := run(t, spec)
 				took := time.Since(start)

@@ -253,3 +253,8 @@ type Wrapped struct {
 	// does not allow).
 	Finish func(res *Result, tail []byte) string
 }
+
+// settledDrain bounds the wait for end of output when the end of the tree
+// saw nothing left: then a transient holder is the likely cause of a late
+// end (see Run), and it is worth waiting for.
+const settledDrain = 2 * time.Second
