@@ -12,7 +12,7 @@ import (
 func reference(data []byte, l Limit) Snapshot {
 	l = l.normalized()
 	// starts[i] is the offset of the i-th character; starts[len] = len(data).
-	var starts []int
+	starts := make([]int, 0, len(data)+1)
 	for p := 0; p < len(data); {
 		starts = append(starts, p)
 		_, size := utf8.DecodeRune(data[p:])
@@ -20,7 +20,7 @@ func reference(data []byte, l Limit) Snapshot {
 	}
 	starts = append(starts, len(data))
 	nchars := int64(len(starts) - 1)
-	isStart := map[int]bool{}
+	isStart := make([]bool, len(data)+1) // a slice, not a map: this runs on megabytes under the race detector
 	for _, p := range starts {
 		isStart[p] = true
 	}
@@ -193,7 +193,7 @@ func TestLargeStream(t *testing.T) {
 		{Strategy: Middle, Unit: Chars, Max: 50000},
 		{Strategy: Tail, Unit: Chars, Max: 777},
 	} {
-		var all []byte
+		all := make([]byte, 0, 50*len(chunk))
 		b, _ := New(l)
 		for i := 0; i < 50; i++ {
 			p := append([]byte(nil), chunk...)

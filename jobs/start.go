@@ -253,7 +253,7 @@ func (m *Manager) launch(ctx context.Context, exe string, p *plan) (int, error) 
 	}
 	proc, err := os.StartProcess(exe, []string{exe, supervisorArg}, &os.ProcAttr{
 		Dir:   "/",
-		Env:   []string{"PATH=" + os.Getenv("PATH")},
+		Env:   append([]string{"PATH=" + os.Getenv("PATH")}, supervisorEnv...),
 		Files: files,
 		Sys:   detached(),
 	})

@@ -97,11 +97,12 @@ func TestServerWideCallLimit(t *testing.T) {
 	if !rules["session_call_limit"] || !rules["server_call_limit"] {
 		t.Errorf("audited refusals: %v", rules)
 	}
-	// Once the calls ended, calls run again. (Only the limit is checked
-	// here: under CPU load the runner's cgroup pool has been seen to kill
-	// a command started right after cancelled ones; see the closing note.)
+	// Once the calls ended, calls run again, and a command started right
+	// after cancelled ones runs normally. (Under CPU load the cancelled
+	// trees can outlast the grace and be ended with cgroup.kill; the runner
+	// once reused such a cgroup, and Linux then killed this echo at birth.)
 	res, err = b.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo ok"}})
-	if err != nil || strings.Contains(text(res), "too many calls") {
+	if err != nil || res.IsError || text(res) != "ok\n" {
 		t.Errorf("after: %v %q", err, text(res))
 	}
 	proctest.NoSurvivors(t, token)

@@ -29,6 +29,12 @@ type cgroup struct {
 	dir   string
 	fd    int
 	procs int // cgroup.procs, held open: reading it again costs less than opening it
+	// killed records a write to cgroup.kill. Such a cgroup is never reused:
+	// Linux (seen on 6.18) kills at birth every process started into a
+	// cgroup with CLONE_INTO_CGROUP once cgroup.kill has been written there,
+	// even long after, when the cgroup was empty (the clone compares the
+	// cgroup's kill counter with the parent's cgroup's one).
+	killed bool
 }
 
 // OpenCgroups creates a pool of cgroups in a new directory under parent,
@@ -284,7 +290,8 @@ func (c *Cgroups) get() (*cgroup, error) {
 
 // release gives cg back to the pool once its run is over. empty says the
 // run saw it empty at the end; otherwise it is checked, and a cgroup that
-// still holds processes waits until they have exited.
+// still holds processes waits until they have exited. A cgroup that was
+// killed is removed instead of reused (see cgroup.killed).
 func (c *Cgroups) release(cg *cgroup, empty bool) {
 	if !empty && cg.populated() {
 		// Renamed "k<n>", so that a later host whose pool finds it after
@@ -299,7 +306,7 @@ func (c *Cgroups) release(cg *cgroup, empty bool) {
 		return
 	}
 	c.mu.Lock()
-	if !c.closed && len(c.free) < maxFree {
+	if !c.closed && !cg.killed && len(c.free) < maxFree {
 		c.free = append(c.free, cg)
 		cg = nil
 	}
@@ -411,8 +418,9 @@ func (cg *cgroup) readProcs(buf []byte) []byte {
 }
 
 // kill sends SIGKILL to every process in cg, atomically with respect to
-// forks.
+// forks. A pool's cgroup is not reused after that.
 func (cg *cgroup) kill() {
+	cg.killed = true
 	fd, err := unix.Open(cg.dir+"/cgroup.kill", unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return

@@ -284,3 +284,31 @@ func TestFindCgroup2Mount(t *testing.T) {
 		}
 	}
 }
+
+// TestKilledCgroupIsNotReused: once a run's tree was ended with
+// cgroup.kill, the next command must not start in that cgroup. Linux kills
+// at birth every process started into a cgroup with CLONE_INTO_CGROUP once
+// cgroup.kill was written there, so reusing it made the next command (here
+// `echo ok`) die of SIGKILL before it ran: the signal-9 flake seen in the
+// MCP server's tests after cancelled calls.
+func TestKilledCgroupIsNotReused(t *testing.T) {
+	pool := useTestCgroups(t)
+	env := []string{"PATH=" + DefaultPath}
+	for i := range 3 {
+		// A negative grace sends SIGKILL at once: the tree ends with cgroup.kill.
+		res := run(t, Spec{Command: "sleep 600", Env: env, Timeout: time.Millisecond, Grace: -1})
+		if !res.TimedOut() || res.Signal != int(syscall.SIGKILL) {
+			t.Fatalf("try %d: outcome %v signal %d; want timed out by SIGKILL", i, res.Outcome, res.Signal)
+		}
+		res = run(t, Spec{Command: "echo ok", Env: env})
+		if res.Outcome != Exited || res.ExitCode != 0 || text(res.Stdout) != "ok\n" {
+			t.Fatalf("try %d: the command after a killed tree: %v, exit %d, signal %d, stdout %q", i, res.Outcome, res.ExitCode, res.Signal, text(res.Stdout))
+		}
+	}
+	pool.mu.Lock()
+	free := len(pool.free)
+	pool.mu.Unlock()
+	if free != 1 {
+		t.Errorf("%d idle cgroups, want 1: the killed ones must be removed, the others reused", free)
+	}
+}

@@ -271,7 +271,12 @@ func TestProcesses(t *testing.T) {
 	r := <-done
 	o := out(r)
 	var n int
-	if _, err := fmt.Sscanf(o, "spawned %d", &n); err != nil || n >= 20 {
+	switch _, err := fmt.Sscanf(o, "spawned %d", &n); {
+	case err != nil && os.Getuid() != 0 && strings.Contains(o, "pthread_create failed: Resource temporarily unavailable"):
+		// Contained before it began: for an ordinary user the cap is
+		// RLIMIT_NPROC, which counts every thread of the user, this test's
+		// too, so the helper (a Go program) could not start its threads.
+	case err != nil || n >= 20:
 		t.Errorf("fork bomb not contained: %q", o)
 	}
 	proctest.NoSurvivors(t, token)
@@ -348,7 +353,7 @@ func TestSetupFailure(t *testing.T) {
 			f.Close()
 		}
 	}()
-	if strings.Contains(strings.Join(wr.Argv, " "), "SECRET") || strings.Join(wr.Env, " ") != "GOMAXPROCS=1" {
+	if strings.Contains(strings.Join(wr.Argv, " "), "SECRET") || strings.Join(wr.Env, " ") != strings.Join(trampolineEnv, " ") {
 		t.Errorf("argv %q env %q", wr.Argv, wr.Env)
 	}
 }

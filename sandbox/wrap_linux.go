@@ -182,10 +182,8 @@ func start(exe string, l *launch, cleanups []func()) (*runner.Wrapped, error) {
 		Cgroup: moved, // the trampoline leaves the run's cgroup for it
 		Path:   exe,
 		Argv:   []string{exe, trampolineArg},
-		// One P: the trampoline does one thing, and fewer threads make
-		// the all-thread system calls of Landlock and seccomp cheaper.
-		Env:   []string{"GOMAXPROCS=1"},
-		Files: []*os.File{specR, statusW},
+		Env:    trampolineEnv,
+		Files:  []*os.File{specR, statusW},
 		Started: func(pid int) error {
 			var msg struct {
 				SetupError
