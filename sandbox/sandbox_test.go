@@ -52,6 +52,8 @@ func helperNet(args []string) int {
 			_, err = c.Write([]byte("x"))
 			c.Close()
 		}
+	case "dns":
+		_, err = net.DefaultResolver.LookupHost(context.Background(), args[1])
 	case "mptcp":
 		fd, e := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 262)
 		if err = e; err == nil {
@@ -409,7 +411,7 @@ func TestAsUnprivileged(t *testing.T) {
 	tmp := filepath.Join(dir, "tmp")
 	os.Mkdir(tmp, 0o777)
 	os.Chmod(tmp, 0o1777)
-	cmd := exec.Command(bin, "-test.run", "^(TestFilesystem|TestNetwork|TestLimits|TestProcesses|TestIsolation|TestSetupFailure|TestEscape.*)$", "-test.count=1")
+	cmd := exec.Command(bin, "-test.run", "^(TestFilesystem|TestNetwork|TestLimits|TestProcesses|TestIsolation|TestSetupFailure|TestEscape.*|TestEgress.*)$", "-test.count=1")
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + tmp, "HOME=" + tmp, "AGENTEXEC_TEST_NOBODY=1", "GORACE=atexit_sleep_ms=0"}
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

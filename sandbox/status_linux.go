@@ -116,7 +116,7 @@ func StatusOf(s *Spec) []Layer {
 	default:
 		ll.Detail += ": filesystem (no device nodes), TCP bind/connect, signal and abstract-socket scoping"
 	}
-	state(&ll, s.Filesystem || s.NoNetwork)
+	state(&ll, s.Filesystem || s.netOff())
 	layers = append(layers, ll)
 
 	sc := Layer{Name: "seccomp", Available: st.Seccomp,
@@ -124,7 +124,7 @@ func StatusOf(s *Spec) []Layer {
 			"AF_PACKET and netlink beyond routing, TCP Fast Open, prlimit/renice/affinity of other processes; network-off: UDP, raw, MPTCP and Unix sockets",
 		Open: "without it: bpf, perf_event_open, keyring reads, TCP Fast Open and the other calls it denies (the namespaces and dropped capabilities still stop most of them)",
 		Fix:  "use a kernel with CONFIG_SECCOMP_FILTER=y"}
-	state(&sc, s.Isolate || s.NoNetwork)
+	state(&sc, s.Isolate || s.netOff())
 	layers = append(layers, sc)
 
 	memDir, memV2 := memoryCgroup()
