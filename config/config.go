@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
-	"github.com/agentexec/agentexec/policy"
 	"github.com/agentexec/agentexec/egress"
+	"github.com/agentexec/agentexec/policy"
 	"github.com/agentexec/agentexec/sandbox"
 )
 
