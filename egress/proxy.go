@@ -559,11 +559,7 @@ func (p *Proxy) event(s *server, e Event) {
 	if e.Decision == "deny" && s != nil {
 		s.mu.Lock()
 		if len(s.refused) < 32 {
-			hp := e.Protocol
-			if e.Host != "" {
-				hp = net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
-			}
-			s.refused = append(s.refused, hp+": "+strings.TrimPrefix(e.Reason, prefix))
+			s.refused = append(s.refused, strings.TrimPrefix(e.Reason, prefix))
 		}
 		s.mu.Unlock()
 	}

@@ -110,7 +110,7 @@ func (s *Spec) Enabled() bool {
 type EgressProxy interface {
 	// ServeListener serves the connections a sandboxed run's listener
 	// accepts; stop closes it and them, waits for them, and returns the
-	// destinations refused meanwhile ("host:port: reason").
+	// reasons of the refusals meanwhile (each names its destination).
 	ServeListener(ln net.Listener) (stop func() []string)
 	// HostPort starts (once) and returns the proxy's port on the host's
 	// 127.0.0.1, for the fallback without a network namespace.
