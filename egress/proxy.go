@@ -189,8 +189,8 @@ func (p *Proxy) Serve(ln net.Listener) error {
 
 // ServeListener serves ln in the background (a sandboxed run's listener).
 // stop closes ln and every connection it accepted, waits for them to end,
-// and returns the destinations refused meanwhile ("host:port: reason"),
-// for the run's result.
+// and returns the reasons of the refusals meanwhile (each names its
+// destination), for the run's result.
 func (p *Proxy) ServeListener(ln net.Listener) (stop func() []string) {
 	s, err := p.newServer(ln)
 	if err != nil {
