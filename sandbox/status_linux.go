@@ -127,6 +127,23 @@ func StatusOf(s *Spec) []Layer {
 	state(&sc, s.Isolate || s.netOff())
 	layers = append(layers, sc)
 
+	eg := Layer{Name: "network allowlist", Available: st.UserNS && st.LandlockABI >= 4,
+		Detail: fmt.Sprintf("network = \"allowlist\": a network namespace holding only loopback, where agentexec's egress proxy listens on 127.0.0.1:%d "+
+			"(the listener is made inside and handed to the host, so no forwarder runs in the sandbox); the proxy resolves names and lets through only the allowed hosts, "+
+			"never to private addresses unless allow_private; Landlock allows TCP connect to that port alone; seccomp denies UDP, raw and Unix sockets", DefaultEgressPort),
+		Open: "the fallback without namespaces is weaker: the proxy listens on the host's loopback, and Landlock allows TCP connect to its port number on any address " +
+			"(a server elsewhere listening on that port is reachable directly); UDP, raw and Unix sockets stay denied by seccomp",
+		Fix: ns.Fix}
+	switch {
+	case st.LandlockABI < 4:
+		eg.Detail = "cannot run: Landlock ABI 4 (TCP connect rules) is needed to hold commands to the proxy, this kernel has " + fmt.Sprint(st.LandlockABI)
+		eg.Fix = "upgrade the kernel to Linux 6.7 or later with Landlock enabled"
+	case !st.UserNS:
+		eg.Detail = "fallback (weaker): no network namespace; " + eg.Open
+	}
+	state(&eg, s.Allowlist)
+	layers = append(layers, eg)
+
 	memDir, memV2 := memoryCgroup()
 	mem := Layer{Name: "memory cgroup", Available: memDir != "",
 		Detail: "memory limit in " + memDir + " (every process of the tree, shared mappings and tmpfs pages counted)",
