@@ -605,8 +605,7 @@ func (p *Proxy) relay(a, b net.Conn) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	half := func(dst, src net.Conn) {
-		buf := make([]byte, 64<<10)
-		_, err := io.CopyBuffer(struct{ io.Writer }{dst}, idleConn{src, act}, buf)
+		err := copyIdle(dst, src, act)
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok && err == nil {
 			cw.CloseWrite()
 		} else {
@@ -620,4 +619,41 @@ func (p *Proxy) relay(a, b net.Conn) {
 	}()
 	half(a, b)
 	wg.Wait()
+}
+
+// spliceChunk is how much one splice(2) round moves before the idle
+// deadline is renewed.
+const spliceChunk = 256 << 10
+
+// copyIdle copies src to dst until EOF (nil) or an error, ending only
+// when neither direction moved data for the idle timeout. Between two TCP
+// connections it moves the data with splice(2), in chunks, never through
+// user space.
+func copyIdle(dst, src net.Conn, act *activity) error {
+	dt, ok1 := dst.(*net.TCPConn)
+	st, ok2 := src.(*net.TCPConn)
+	if !ok1 || !ok2 {
+		_, err := io.CopyBuffer(struct{ io.Writer }{dst}, idleConn{src, act}, make([]byte, 64<<10))
+		return err
+	}
+	lr := &io.LimitedReader{R: st}
+	for {
+		st.SetReadDeadline(time.Now().Add(act.idle))
+		dt.SetWriteDeadline(time.Now().Add(act.idle))
+		lr.N = spliceChunk
+		n, err := dt.ReadFrom(lr)
+		if n > 0 {
+			act.touch()
+		}
+		var ne net.Error
+		switch {
+		case err == nil && n == 0:
+			return nil // EOF
+		case err == nil:
+		case errors.As(err, &ne) && ne.Timeout() && (n > 0 || time.Since(time.Unix(0, act.last.Load())) < act.idle):
+			// Still moving, here or the other way.
+		default:
+			return err
+		}
+	}
 }

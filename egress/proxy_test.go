@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -488,4 +489,75 @@ func FuzzHandshake(f *testing.F) {
 			t.Fatal("dialled")
 		}
 	})
+}
+
+func TestIdleTimeout(t *testing.T) {
+	// The upstream sends one byte per tick for a while when asked ('s'),
+	// and nothing otherwise.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer ln.Close()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				var op [1]byte
+				if _, err := io.ReadFull(c, op[:]); err != nil || op[0] != 's' {
+					io.Copy(io.Discard, c)
+					return
+				}
+				tick := time.NewTicker(100 * time.Millisecond)
+				defer tick.Stop()
+				for i := 0; i < 25; i++ {
+					<-tick.C
+					if _, err := c.Write([]byte{'x'}); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	target := ln.Addr().String()
+	_, addr, _ := startProxy(t, Config{Allow: []string{"127.0.0.1"}, AllowPrivate: true}, func(p *Proxy) { p.IdleTimeout = time.Second })
+	tunnel := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\n\r\n", target)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("CONNECT: %v %v", resp, err)
+		}
+		return c
+	}
+	// Idle both ways: closed after the idle timeout (bounded generously).
+	c := tunnel()
+	defer c.Close()
+	c.Write([]byte{'q'})
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("an idle tunnel was not closed: %v", err)
+	}
+	// Busy one way for longer than the idle timeout: not cut.
+	c2 := tunnel()
+	defer c2.Close()
+	c2.Write([]byte{'s'})
+	c2.SetReadDeadline(time.Now().Add(30 * time.Second))
+	b, err := io.ReadAll(c2)
+	if len(b) != 25 {
+		t.Fatalf("a busy tunnel was cut after %d bytes: %v", len(b), err)
+	}
 }
