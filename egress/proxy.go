@@ -637,8 +637,11 @@ func copyIdle(dst, src net.Conn, act *activity) error {
 		return err
 	}
 	lr := &io.LimitedReader{R: st}
+	// A splice round returns at the end of its chunk or at the deadline:
+	// half the idle timeout, so that the activity the other direction
+	// checks is never older than that while data trickles.
 	for {
-		st.SetReadDeadline(time.Now().Add(act.idle))
+		st.SetReadDeadline(time.Now().Add(act.idle / 2))
 		dt.SetWriteDeadline(time.Now().Add(act.idle))
 		lr.N = spliceChunk
 		n, err := dt.ReadFrom(lr)
