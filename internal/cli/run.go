@@ -276,6 +276,9 @@ func (o *runOptions) run(cmd *cobra.Command, args []string, stdin io.Reader, std
 		return err
 	}
 	defer h.Close()
+	if h.Egress != nil {
+		h.Egress.Ask = ttyNetworkAsker // on_unknown = "ask"
+	}
 	// An interrupt or termination of agentexec cancels the command, which
 	// ends its whole tree.
 	ctx, gotSignal, stop := interruptible(cmd.Context())
