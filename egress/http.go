@@ -159,7 +159,11 @@ func (p *Proxy) serveHTTP(s *server, c net.Conn, br *bufio.Reader, lr *io.Limite
 	}
 	stripHopByHop(req.Header)
 	req.RequestURI = ""
+	req.Host = "" // the Host header is the URL's host, the one the rules checked
 	req.Close = true
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = io.NopCloser(idleConn{readerConn{c, req.Body}, act})
+	}
 	if err := req.Write(idleWriter{up, act}); err != nil {
 		writeRefusal(c, http.StatusBadGateway, prefix+"sending the request failed: "+unwrapDial(err).Error())
 		return
@@ -193,3 +197,12 @@ func (w idleWriter) Write(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// readerConn reads from r (a request body over the client's connection)
+// and sets deadlines on the connection, for idleConn.
+type readerConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c readerConn) Read(b []byte) (int, error) { return c.r.Read(b) }

@@ -113,9 +113,11 @@ type Proxy struct {
 	session  map[string]bool // host:port approved for the session
 	inflight map[string]*pendingAsk
 	servers  map[*server]bool
-	host     *server // the listener on host loopback, started on demand
-	hostPort int
 	closed   bool
+	// hostMu serialises HostPort; hostPort is the listener on host
+	// loopback, started on demand (0: none yet).
+	hostMu   sync.Mutex
+	hostPort int
 	semOnce  sync.Once
 }
 
@@ -161,7 +163,9 @@ type server struct {
 	refused []string
 }
 
-func (p *Proxy) newServer(ln net.Listener) (*server, error) {
+// newServer registers a server for ln; with counted, its accept loop is
+// counted in its wait group (the caller's goroutine calls Done).
+func (p *Proxy) newServer(ln net.Listener, counted bool) (*server, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -169,6 +173,9 @@ func (p *Proxy) newServer(ln net.Listener) (*server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{ln: ln, ctx: ctx, cancel: cancel, conns: map[net.Conn]bool{}}
+	if counted {
+		s.wg.Add(1)
+	}
 	p.servers[s] = true
 	return s, nil
 }
@@ -177,7 +184,7 @@ func (p *Proxy) newServer(ln net.Listener) (*server, error) {
 // is; it then closes their connections and returns once every one has
 // ended.
 func (p *Proxy) Serve(ln net.Listener) error {
-	s, err := p.newServer(ln)
+	s, err := p.newServer(ln, false)
 	if err != nil {
 		ln.Close()
 		return err
@@ -192,7 +199,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 // and returns the reasons of the refusals meanwhile (each names its
 // destination), for the run's result.
 func (p *Proxy) ServeListener(ln net.Listener) (stop func() []string) {
-	s, err := p.newServer(ln)
+	s, err := p.newServer(ln, false)
 	if err != nil {
 		ln.Close()
 		return func() []string { return nil }
@@ -218,41 +225,26 @@ func (p *Proxy) ServeListener(ln net.Listener) (stop func() []string) {
 // host, starting it on the first call (the sandbox's fallback without a
 // network namespace).
 func (p *Proxy) HostPort() (int, error) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return 0, ErrClosed
-	}
-	if p.host != nil {
-		defer p.mu.Unlock()
+	p.hostMu.Lock()
+	defer p.hostMu.Unlock()
+	if p.hostPort != 0 {
 		return p.hostPort, nil
 	}
-	p.mu.Unlock()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("egress: cannot listen on host loopback: %w", err)
 	}
-	s, err := p.newServer(ln)
+	s, err := p.newServer(ln, true)
 	if err != nil {
 		ln.Close()
 		return 0, err
 	}
-	p.mu.Lock()
-	if p.host != nil { // another caller won
-		port := p.hostPort
-		p.mu.Unlock()
-		p.stop(s)
-		return port, nil
-	}
-	p.host, p.hostPort = s, ln.Addr().(*net.TCPAddr).Port
-	port := p.hostPort
-	p.mu.Unlock()
-	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		p.acceptLoop(s)
 	}()
-	return port, nil
+	p.hostPort = ln.Addr().(*net.TCPAddr).Port
+	return p.hostPort, nil
 }
 
 // Close stops every listener and connection and waits for them.
@@ -489,8 +481,8 @@ func (p *Proxy) askOnce(ctx context.Context, q Question) (Answer, error) {
 	if !waiting {
 		actx, cancel := context.WithTimeout(ctx, orDefault(p.AskTimeout, DefaultAskTimeout))
 		ans, err := p.Ask(actx, q)
-		if err == nil && actx.Err() != nil {
-			err = actx.Err()
+		if errors.Is(actx.Err(), context.DeadlineExceeded) {
+			ans, err = Decline, context.DeadlineExceeded // whatever the asker made of it
 		}
 		cancel()
 		if err != nil {

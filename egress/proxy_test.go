@@ -83,6 +83,10 @@ func upstream(t testing.TB) (*httptest.Server, int) {
 			http.Error(w, "hop-by-hop header forwarded", 500)
 			return
 		}
+		if r.URL.Path == "/host" {
+			fmt.Fprint(w, r.Host)
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "hello from %s %s", r.URL.Path, body)
 	}))
@@ -134,6 +138,14 @@ func TestHTTPForward(t *testing.T) {
 	if resp.StatusCode != 200 || string(b) != "hello from /post data" {
 		t.Fatalf("post: %d %q", resp.StatusCode, b)
 	}
+	// The Host header is the URL's host, the one the rules checked (no
+	// other virtual host of an allowed server).
+	conn0, _ := net.Dial("tcp", addr)
+	fmt.Fprintf(conn0, "GET http://127.0.0.1:%d/host HTTP/1.1\r\nHost: evil.example\r\n\r\n", port)
+	if b, _ := io.ReadAll(conn0); !bytes.HasSuffix(b, []byte("\r\n\r\n127.0.0.1:"+strconv.Itoa(port))) {
+		t.Errorf("Host header forwarded: %q", b)
+	}
+	conn0.Close()
 	// Another port of an allowed address: refused with the reason.
 	code, body, hdr := get(t, c, "http://127.0.0.1:1/")
 	if code != 403 || !strings.Contains(body, "not on the sandbox's network allowlist") || !strings.Contains(hdr, "127.0.0.1:1") {
