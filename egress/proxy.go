@@ -460,7 +460,7 @@ func (p *Proxy) admit(ctx context.Context, host string, port int) (addrs []netip
 			}
 		}
 		if len(public) == 0 {
-			return nil, "private address", &refusal{403, 0x02, "private address", fmt.Sprintf("%s%s resolves to %s, a loopback, private, link-local or otherwise non-public address, which the sandbox may not reach (the configuration can set allow_private = true)", prefix, hp, addrs[0])}
+			return nil, "private address", &refusal{403, 0x02, "private address", fmt.Sprintf("%s%s resolves to %s, a non-public address (loopback, private, link-local or reserved), which the sandbox may not reach unless allow_private = true", prefix, hp, addrs[0])}
 		}
 		addrs = public
 	}
