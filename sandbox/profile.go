@@ -202,6 +202,9 @@ func (s *Spec) Label() string {
 	if name == "" {
 		name = "custom"
 	}
+	if s.Allowlist {
+		name += ", network allowlist"
+	}
 	if s.BestEffort {
 		if missing := s.Missing(); len(missing) > 0 {
 			name += " (best effort; skipped: " + strings.Join(missing, "; ") + ")"
