@@ -5,7 +5,9 @@ package cli
 import (
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,5 +56,29 @@ func TestAllowHost(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "run", "--allow-host", ln.Addr().String(), "curl -sS --noproxy '' --max-time 20 http://"+ln.Addr().String()+"/")
 	if strings.Contains(stdout, "reached") || !strings.Contains(stdout+stderr, "non-public address") {
 		t.Errorf("private address: %d %q %q", code, stdout, stderr)
+	}
+	// Through call, the decision is in the audit log: host and port, never
+	// the path.
+	logPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	input := `{"command":"curl -sS --noproxy '' --max-time 20 http://` + ln.Addr().String() + `/secret-path?token=x"}`
+	code, stdout, stderr = runCLI(t, "call", "--audit-log", logPath, "--allow-host", ln.Addr().String(), "bash", input)
+	if strings.Contains(stdout, "reached") {
+		t.Errorf("call reached a private address: %d %q %q", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, `"event":"network.egress"`) {
+			found = strings.Contains(line, `"host":"127.0.0.1"`) && strings.Contains(line, `"decision":"deny"`) && strings.Contains(line, `"rule":"private address"`)
+			if strings.Contains(line, "secret-path") || strings.Contains(line, "token") {
+				t.Errorf("the audit event holds the path: %s", line)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no egress decision in the audit log:\n%s", data)
 	}
 }
