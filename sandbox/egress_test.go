@@ -120,7 +120,20 @@ func TestEgressAllowlist(t *testing.T) {
 			t.Errorf("no refusal note: %q", got)
 		}
 		// Around the proxy: direct TCP to the host's listener, UDP, DNS.
-		for _, op := range [][]string{{"connect", "127.0.0.1:" + p}, {"connect", "127.0.0.1:" + strconv.Itoa(other)}, {"udp"}, {"dns", "example.com"}, {"bind"}} {
+		ops := [][]string{{"connect", "127.0.0.1:" + p}, {"connect", "127.0.0.1:" + strconv.Itoa(other)}, {"udp"}, {"dns", "example.com"}}
+		if forceFallback {
+			// Without a namespace of its own, the command may not serve
+			// either (it would be on the host's loopback).
+			ops = append(ops, []string{"bind"}, []string{"loopback"})
+		} else {
+			// Its own loopback is its own: tests that serve on localhost
+			// work.
+			argv, helper := proctest.HelperArgv(t, "net", "loopback")
+			if got := strings.TrimSpace(out(run(t, s, ws, strings.Join(quoteAll(argv), " "), helper))); got != "ok" {
+				t.Errorf("a server on the sandbox's own loopback: %q", got)
+			}
+		}
+		for _, op := range ops {
 			argv, helper := proctest.HelperArgv(t, "net", op...)
 			r := run(t, s, ws, strings.Join(quoteAll(argv), " "), helper)
 			if got := strings.TrimSpace(out(r)); !strings.Contains(got, "error") {

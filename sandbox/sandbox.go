@@ -80,9 +80,9 @@ type Spec struct {
 	// Allowlist confines the network as NoNetwork does, except for one
 	// way out: the host's egress proxy (Egress), which lets connections
 	// through only to the hosts its allowlist names. Behind the namespace
-	// wall the command gets a network namespace holding only loopback, on
-	// which the proxy's listener (127.0.0.1, the port Egress gives) is
-	// the one thing to connect to; in the fallback without namespaces,
+	// wall the command gets a network namespace holding only loopback,
+	// where the proxy's listener (127.0.0.1:DefaultEgressPort) is the one
+	// thing besides the command's own servers; in the fallback without namespaces,
 	// Landlock allows TCP connect to the proxy's port on the host's
 	// loopback only (a weaker wall: see StatusOf). The command's
 	// environment names the proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and

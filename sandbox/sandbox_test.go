@@ -52,6 +52,16 @@ func helperNet(args []string) int {
 			_, err = c.Write([]byte("x"))
 			c.Close()
 		}
+	case "loopback":
+		// A server of the command's own, on its loopback.
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err == nil {
+			var c net.Conn
+			if c, err = net.Dial("tcp", ln.Addr().String()); err == nil {
+				c.Close()
+			}
+			ln.Close()
+		}
 	case "dns":
 		_, err = net.DefaultResolver.LookupHost(context.Background(), args[1])
 	case "mptcp":

@@ -130,7 +130,7 @@ func StatusOf(s *Spec) []Layer {
 	eg := Layer{Name: "network allowlist", Available: st.UserNS && st.LandlockABI >= 4,
 		Detail: fmt.Sprintf("network = \"allowlist\": a network namespace holding only loopback, where agentexec's egress proxy listens on 127.0.0.1:%d "+
 			"(the listener is made inside and handed to the host, so no forwarder runs in the sandbox); the proxy resolves names and lets through only the allowed hosts, "+
-			"never to private addresses unless allow_private; Landlock allows TCP connect to that port alone; seccomp denies UDP, raw and Unix sockets", DefaultEgressPort),
+			"never to private addresses unless allow_private; TCP reaches nothing but that loopback (the command's own servers and the proxy); seccomp denies UDP, raw and Unix sockets", DefaultEgressPort),
 		Open: "the fallback without namespaces is weaker: the proxy listens on the host's loopback, and Landlock allows TCP connect to its port number on any address " +
 			"(a server elsewhere listening on that port is reachable directly); UDP, raw and Unix sockets stay denied by seccomp",
 		Fix: ns.Fix}

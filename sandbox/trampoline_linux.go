@@ -178,7 +178,7 @@ func trampoline() *SetupError {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(StepNoNewPrv, err)
 	}
-	if err := landlockApply(s, l.Rules, l.EgressPort); err != nil {
+	if err := landlockApply(s, l.Rules, l.EgressPort, l.NS); err != nil {
 		return fail(StepLandlock, err)
 	}
 	if s.netOff() || s.Isolate {
@@ -308,10 +308,13 @@ func llSupported(abi int) (fs, net, scoped uint64) {
 // the all-thread system calls a library must make for a process that goes
 // on running Go code.
 //
-// Under Allowlist, TCP connect is allowed to egressPort alone (bind to
-// nothing): inside the network namespace that is the proxy's listener; in
-// the fallback, the proxy's port on any address (see StatusOf).
-func landlockApply(s *Spec, paths []PathRule, egressPort int) error {
+// Under Allowlist in a network namespace (ns), TCP is left to the
+// namespace, which holds only loopback: the command's own servers and the
+// proxy's listener are all it reaches, so tests that serve on localhost
+// keep working. In the fallback (no namespace), TCP connect is allowed to
+// the proxy's port alone, on any address (see StatusOf), and bind to
+// nothing.
+func landlockApply(s *Spec, paths []PathRule, egressPort int, ns bool) error {
 	if !s.Filesystem && !s.netOff() {
 		return nil
 	}
@@ -333,7 +336,7 @@ func landlockApply(s *Spec, paths []PathRule, egressPort int) error {
 	if s.Filesystem {
 		attr.handledFS = llFSAllV6 & supFS
 	}
-	if s.netOff() {
+	if s.NoNetwork || s.Allowlist && !ns {
 		attr.handledNet = llNetTCP & supNet
 	}
 	if attr.handledFS == 0 && attr.handledNet == 0 && attr.scoped == 0 {
