@@ -319,7 +319,7 @@ func landlockApply(s *Spec, paths []PathRule, egressPort int, ns bool) error {
 		return nil
 	}
 	abi := llABI()
-	if s.Allowlist && abi < 4 {
+	if s.Allowlist && !ns && abi < 4 {
 		// Without a network rule nothing would hold the command to the
 		// proxy in the fallback; never best effort.
 		return fmt.Errorf("Landlock ABI %d cannot restrict TCP connections to the egress proxy (4 is needed): %w", abi, ErrUnavailable)
