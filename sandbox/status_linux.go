@@ -127,7 +127,7 @@ func StatusOf(s *Spec) []Layer {
 	state(&sc, s.Isolate || s.netOff())
 	layers = append(layers, sc)
 
-	eg := Layer{Name: "network allowlist", Available: st.UserNS && st.LandlockABI >= 4,
+	eg := Layer{Name: "network allowlist", Available: st.UserNS || st.LandlockABI >= 4,
 		Detail: fmt.Sprintf("network = \"allowlist\": a network namespace holding only loopback, where agentexec's egress proxy listens on 127.0.0.1:%d "+
 			"(the listener is made inside and handed to the host, so no forwarder runs in the sandbox); the proxy resolves names and lets through only the allowed hosts, "+
 			"never to private addresses unless allow_private; TCP reaches nothing but that loopback (the command's own servers and the proxy); seccomp denies UDP, raw and Unix sockets", DefaultEgressPort),
@@ -135,9 +135,9 @@ func StatusOf(s *Spec) []Layer {
 			"(a server elsewhere listening on that port is reachable directly); UDP, raw and Unix sockets stay denied by seccomp",
 		Fix: ns.Fix}
 	switch {
-	case st.LandlockABI < 4:
-		eg.Detail = "cannot run: Landlock ABI 4 (TCP connect rules) is needed to hold commands to the proxy, this kernel has " + fmt.Sprint(st.LandlockABI)
-		eg.Fix = "upgrade the kernel to Linux 6.7 or later with Landlock enabled"
+	case !st.UserNS && st.LandlockABI < 4:
+		eg.Detail = "cannot run: without namespaces, Landlock ABI 4 (TCP connect rules) is needed to hold commands to the proxy, this kernel has " + fmt.Sprint(st.LandlockABI)
+		eg.Fix += "; or upgrade the kernel to Linux 6.7 or later with Landlock enabled"
 	case !st.UserNS:
 		eg.Detail = "fallback (weaker): no network namespace; " + eg.Open
 	}
