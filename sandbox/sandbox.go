@@ -82,9 +82,9 @@ type Spec struct {
 	// through only to the hosts its allowlist names. Behind the namespace
 	// wall the command gets a network namespace holding only loopback,
 	// where the proxy's listener (127.0.0.1:DefaultEgressPort) is the one
-	// thing besides the command's own servers; in the fallback without namespaces,
-	// Landlock allows TCP connect to the proxy's port on the host's
-	// loopback only (a weaker wall: see StatusOf). The command's
+	// thing besides the command's own servers; in the fallback without
+	// namespaces, Landlock allows TCP connect to the proxy's port alone,
+	// but on any address (a weaker wall: see StatusOf). The command's
 	// environment names the proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and
 	// the like). Without Egress (a spec that crossed a process boundary)
 	// the command has no network at all.
