@@ -23,6 +23,8 @@ const (
 	// Finished: the call ended (ran, failed to start, or was rejected as
 	// invalid input before running).
 	Finished = "tool.call.finished"
+	// Egress: the sandbox's egress proxy allowed or refused a connection.
+	Egress = "network.egress"
 )
 
 // Event is one line of the audit log. Zero fields are left out.
@@ -57,6 +59,12 @@ type Event struct {
 	// and the size of input typed into it.
 	Session    string `json:"session,omitempty"`
 	InputBytes int    `json:"input_bytes,omitempty"`
+	// Network decisions of the egress proxy (type Egress): the
+	// destination and the protocol, never a URL path or header.
+	Host     string `json:"host,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	Addr     string `json:"addr,omitempty"`
 }
 
 // Sink receives events. Write must be safe for concurrent use.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/agentexec/agentexec/egress"
 	"github.com/agentexec/agentexec/policy"
 	"github.com/agentexec/agentexec/sandbox"
 )
@@ -101,7 +102,32 @@ type Sandbox struct {
 	Hidden     []string `toml:"hidden"`
 	ReadOnly   []string `toml:"read_only"`
 	ReadWrite  []string `toml:"read_write"`
+	Network    Network  `toml:"network"`
 }
+
+// Network is [sandbox.network]: what sandboxed commands may reach.
+type Network struct {
+	// Mode is "" (the profile's: on, or off for no-network and strict),
+	// "off", "on" or "allowlist" (only through the egress proxy, to the
+	// hosts Allow names and Deny does not).
+	Mode string `toml:"mode"`
+	// Allow and Deny are host rules: "host", "*.domain", either with
+	// ":port"; deny wins.
+	Allow []string `toml:"allow"`
+	Deny  []string `toml:"deny"`
+	// Presets add the hosts the machine's tools use: "package-managers",
+	// "git-remotes".
+	Presets []string `toml:"presets"`
+	// AllowPrivate lets the proxy reach loopback, private and link-local
+	// addresses.
+	AllowPrivate bool `toml:"allow_private"`
+	// OnUnknown is "deny" or "ask" (the approver is asked about a host no
+	// rule names).
+	OnUnknown string `toml:"on_unknown"`
+}
+
+// NetworkPresets are the values of sandbox.network.presets.
+var NetworkPresets = []string{"package-managers", "git-remotes"}
 
 // Grants is [grants]: the agent's tool and fs grants (the Exec tool needs
 // "Exec" in tools, and fs grants covering its program and cwd).
@@ -420,7 +446,8 @@ func isTable(t reflect.Type) bool {
 // known lists the keys of each table, for "unknown key" errors.
 var known = map[string][]string{
 	"":                 {"workspace", "profile", "env", "tools", "sandbox", "grants", "audit", "jobs", "server", "rules"},
-	"sandbox":          {"profile", "best_effort", "hidden", "read_only", "read_write"},
+	"sandbox":          {"profile", "best_effort", "hidden", "read_only", "read_write", "network"},
+	"sandbox.network":  {"mode", "allow", "deny", "presets", "allow_private", "on_unknown"},
 	"env":              {"pass", "set"},
 	"tools":            {"enabled", "names", "grace", "detach_after", "cgroup", "job_tools", "shell_exec", "sessions"},
 	"tools.sessions":   {"max_live", "max_per_conversation", "idle_timeout", "program_input"},
@@ -527,6 +554,9 @@ func (c *Config) validate(text string) error {
 			}
 		}
 	}
+	if err := c.Sandbox.Network.check(c.Sandbox.Profile, fail); err != nil {
+		return err
+	}
 	if ss := c.Tools.Sessions; ss.MaxLive < 1 || ss.MaxPerConversation < 1 {
 		return fail("tools.sessions", "max_live and max_per_conversation must be at least 1")
 	}
@@ -603,4 +633,37 @@ func (c *Config) Keys() []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// check validates [sandbox.network]: the mode, the presets, the answer to
+// unknown hosts and every rule (so that "*" and "*.com" are refused
+// here, with the rule's text).
+func (n *Network) check(profile string, failErr func(key, format string, args ...any) error) error {
+	switch n.Mode {
+	case "", "on":
+	case "off", "allowlist":
+		if profile == "off" {
+			return failErr("sandbox.network.mode", "%q needs a sandbox profile to hold commands to it; the off profile confines nothing (choose workspace-write, read-only, no-network or strict)", n.Mode)
+		}
+	default:
+		return failErr("sandbox.network.mode", "%q: use off, on or allowlist (or leave it empty: the profile decides)", n.Mode)
+	}
+	switch n.OnUnknown {
+	case "", "deny", "ask":
+	default:
+		return failErr("sandbox.network.on_unknown", "%q: use deny or ask", n.OnUnknown)
+	}
+	for _, p := range n.Presets {
+		if !slices.Contains(NetworkPresets, p) {
+			return failErr("sandbox.network.presets", "%q is not a preset; the presets are %s", p, strings.Join(NetworkPresets, ", "))
+		}
+	}
+	for key, list := range map[string][]string{"sandbox.network.allow": n.Allow, "sandbox.network.deny": n.Deny} {
+		for _, r := range list {
+			if _, err := egress.ParseRule(r); err != nil {
+				return failErr(key, "%v", err)
+			}
+		}
+	}
+	return nil
 }

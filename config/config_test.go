@@ -86,6 +86,12 @@ func TestErrors(t *testing.T) {
 			`config: f.toml:10: rules[1].must_match: the example "npm test" does not match this rule`},
 		{"[[rules]]\nid = \"a\"\naction = \"deny\"", `config: f.toml:1: rules[0]: a rule needs at least one of`},
 		{"[[rules]]\nid = \"a\"\naction = \"deny\"\nbuiltin = \"no-such\"", `config: f.toml:4: rules[0].builtin: "no-such" is not a built-in rule`},
+		{"[sandbox.network]\nmode = \"some\"", `config: f.toml:2: sandbox.network.mode: "some": use off, on or allowlist`},
+		{"[sandbox]\nprofile = \"off\"\n[sandbox.network]\nmode = \"allowlist\"", `config: f.toml:4: sandbox.network.mode: "allowlist" needs a sandbox profile`},
+		{"[sandbox.network]\nmode = \"allowlist\"\nallow = [\"ok.example\", \"*\"]", `config: f.toml:3: sandbox.network.allow: egress rule "*": "*" would allow every host`},
+		{"[sandbox.network]\ndeny = [\"*.com\"]", `config: f.toml:2: sandbox.network.deny: egress rule "*.com": a wildcard over a whole top-level domain`},
+		{"[sandbox.network]\npresets = [\"everything\"]", `config: f.toml:2: sandbox.network.presets: "everything" is not a preset; the presets are package-managers, git-remotes`},
+		{"[sandbox.network]\non_unknown = \"maybe\"", `config: f.toml:2: sandbox.network.on_unknown: "maybe": use deny or ask`},
 		{"[[rules]]\nid = \"a\"\nactoin = \"deny\"", `config: f.toml:3: rules.actoin: unknown key; the keys in [rules] are id, action`},
 	}
 	for _, c := range cases {

@@ -29,7 +29,7 @@ func TestImportDirection(t *testing.T) {
 	// layer: a package may import only packages of a lower layer.
 	layer := map[string]int{
 		"capture": 0, "safety": 0, "internal/proctest": 0,
-		"runner": 1, "policy": 1, "audit": 1,
+		"runner": 1, "policy": 1, "audit": 1, "egress": 1,
 		"sandbox": 2, "terminal": 2,
 		"jobs": 3, "tool": 3,
 		"tool/exec": 4, "tool/bash": 4, "tool/execv": 4, "tool/shellexec": 4, "tool/jobtools": 4, "tool/unifiedexec": 4, "config": 4,

@@ -5,16 +5,19 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/agentexec/agentexec/audit"
 	"github.com/agentexec/agentexec/config"
+	"github.com/agentexec/agentexec/egress"
 	"github.com/agentexec/agentexec/jobs"
 	"github.com/agentexec/agentexec/policy"
 	"github.com/agentexec/agentexec/runner"
@@ -54,6 +57,14 @@ type Host struct {
 	// Sessions holds the interactive sessions of exec_command and
 	// write_stdin (always set; empty when those tools are not enabled).
 	Sessions *unifiedexec.Manager
+	// Egress is the one egress proxy of sandbox.network.mode =
+	// "allowlist" (nil otherwise): its listeners start on demand, with
+	// the first sandboxed run. Set Egress.Ask before serving to ask a
+	// person about hosts no rule names (on_unknown = "ask").
+	Egress *egress.Proxy
+	// NetworkPresets are what sandbox.network.presets resolved to when
+	// the host was built.
+	NetworkPresets []egress.Resolved
 }
 
 // DefaultAuditPath is where the audit log goes when the configuration
@@ -130,11 +141,20 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 		}
 		return out
 	}
+	var proxy sandbox.EgressProxy
+	if cfg.Sandbox.Network.Mode == "allowlist" {
+		if h.Egress, h.NetworkPresets, err = newEgress(cfg, h.Workspace); err != nil {
+			return nil, err
+		}
+		proxy = h.Egress
+	}
 	box, err := sandbox.Profile(cfg.Sandbox.Profile, sandbox.ProfileOptions{
 		Workspace: h.Workspace, Hidden: hidden, ReadOnly: expand(cfg.Sandbox.ReadOnly), ReadWrite: expand(cfg.Sandbox.ReadWrite),
 		BestEffort: cfg.Sandbox.BestEffort, Secrets: secretPaths(cfg, o.Secrets),
+		Network: cfg.Sandbox.Network.Mode, Egress: proxy,
 	})
 	if err != nil {
+		h.Close()
 		return nil, err
 	}
 	if box.Enabled() && !box.BestEffort {
@@ -226,6 +246,15 @@ func New(cfg *config.Config, o Options) (*Host, error) {
 			h.AuditFile = f
 			r.Audit = f
 			h.Sessions.Audit = f
+			if h.Egress != nil {
+				h.Egress.Audit = func(e egress.Event) {
+					err := f.Write(audit.Event{Time: time.Now(), Type: audit.Egress, Tool: "network", Host: e.Host, Port: e.Port, Protocol: e.Protocol,
+						Decision: e.Decision, Rule: e.Rule, Reason: e.Reason, Addr: e.Addr})
+					if err != nil && o.AuditWarn != nil {
+						o.AuditWarn(err)
+					}
+				}
+			}
 		}
 	}
 	if o.AuditWarn != nil {
@@ -274,6 +303,9 @@ func (h *Host) Close() error {
 	if h.Sessions != nil {
 		h.Sessions.Close()
 	}
+	if h.Egress != nil {
+		h.Egress.Close()
+	}
 	if h.Cgroups != nil {
 		if runner.ActiveCgroups() == h.Cgroups {
 			runner.UseCgroups(nil)
@@ -284,6 +316,22 @@ func (h *Host) Close() error {
 		errs = append(errs, h.AuditFile.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// newEgress builds the egress proxy of sandbox.network, with the hosts of
+// its presets (resolved now, in bounded time) added to its allow list.
+func newEgress(cfg *config.Config, workspace string) (*egress.Proxy, []egress.Resolved, error) {
+	n := cfg.Sandbox.Network
+	presets := egress.ResolvePresets(context.Background(), n.Presets, workspace)
+	allow := slices.Clone(n.Allow)
+	for _, r := range presets {
+		allow = append(allow, r.Hosts...)
+	}
+	p, err := egress.New(egress.Config{Allow: allow, Deny: n.Deny, AllowPrivate: n.AllowPrivate, OnUnknown: n.OnUnknown})
+	if err != nil {
+		return nil, nil, fmt.Errorf("host: sandbox.network: %w", err)
+	}
+	return p, presets, nil
 }
 
 // secretPaths are the files and directories of agentexec itself that no

@@ -78,6 +78,7 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
 	convs    map[string]*session // conversations by id (see conversation.go)
+	live     liveCalls           // sessions with calls running (see egress.go)
 
 	// binds ties each HTTP session to the credential that created it.
 	binds bindings
@@ -151,6 +152,9 @@ func New(h *host.Host, o Options) *Server {
 	for _, e := range h.Registry.List() {
 		s.srv.AddTool(mcpTool(e, h.Call("")), s.handler(e.Name))
 	}
+	if h.Egress != nil && h.Egress.Ask == nil {
+		h.Egress.Ask = s.askNetwork // on_unknown = "ask"
+	}
 	return s
 }
 
@@ -222,6 +226,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		s.calls.Add(1)
 		defer s.calls.Done()
 		se := s.sessionOf(req.Session)
+		defer s.live.enter(req.Session, req.ClientCapabilities() != nil && req.ClientCapabilities().Elicitation != nil)()
 		conv, handle, err := s.conversationFor(se, req)
 		if err != nil {
 			return textResult(strings.TrimPrefix(err.Error(), ErrHandle.Error()+": "), true), nil

@@ -48,6 +48,25 @@ func llAddPath(ruleset, dir int, access uint64) error {
 	return nil
 }
 
+// llNetPortAttr is struct landlock_net_port_attr.
+type llNetPortAttr struct {
+	access uint64
+	port   uint64
+}
+
+// llRuleNetPort is LANDLOCK_RULE_NET_PORT.
+const llRuleNetPort = 2
+
+// llAddPort allows access (TCP bind or connect) to a port.
+func llAddPort(ruleset int, access, port uint64) error {
+	attr := llNetPortAttr{access: access, port: port}
+	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), llRuleNetPort, uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
 // llRestrictSelf enforces the ruleset on the calling thread (which needs
 // no_new_privs); a program it executes inherits it.
 func llRestrictSelf(ruleset int) error {

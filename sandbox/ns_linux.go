@@ -287,6 +287,7 @@ const (
 	StepMounts  = "build the sandbox's file system"
 	StepIDs     = "map the user in the user namespace"
 	StepNetwork = "bring up loopback"
+	StepEgress  = "listen for the egress proxy"
 	StepCaps    = "drop capabilities"
 	StepDir     = "enter the working directory"
 )

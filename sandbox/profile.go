@@ -68,7 +68,16 @@ type ProfileOptions struct {
 	Cache string
 	// BestEffort runs with the layers the kernel has.
 	BestEffort bool
+	// Network replaces the profile's network: "off", "on", or
+	// "allowlist" (only through Egress); "" keeps the profile's (on for
+	// workspace-write and read-only, off for no-network and strict).
+	Network string
+	// Egress is the proxy of network "allowlist".
+	Egress EgressProxy
 }
+
+// NetworkModes are the values of ProfileOptions.Network.
+var NetworkModes = []string{"off", "on", "allowlist"}
 
 // Profile returns the named spec:
 //
@@ -82,11 +91,36 @@ type ProfileOptions struct {
 //     files up to 64 MB, 256 open files (and 512 processes).
 func Profile(name string, o ProfileOptions) (Spec, error) {
 	s, err := profile(name, o)
+	if err == nil {
+		err = s.setNetwork(name, o)
+	}
 	s.Name = name
 	if name == "" {
 		s.Name = "off"
 	}
 	return s, err
+}
+
+// setNetwork applies o.Network.
+func (s *Spec) setNetwork(name string, o ProfileOptions) error {
+	switch o.Network {
+	case "":
+	case "off":
+		s.NoNetwork, s.Allowlist = true, false
+	case "on":
+		s.NoNetwork, s.Allowlist = false, false
+	case "allowlist":
+		if name == "off" || name == "" {
+			return fmt.Errorf("sandbox: network = \"allowlist\" needs a sandbox profile (the off profile confines nothing, so it cannot hold the network to the proxy); choose workspace-write, read-only, no-network or strict")
+		}
+		s.NoNetwork, s.Allowlist, s.Egress = false, true, o.Egress
+	default:
+		return fmt.Errorf("sandbox: network = %q: write %s", o.Network, strings.Join(NetworkModes, ", "))
+	}
+	if o.Network == "off" && (name == "off" || name == "") {
+		return fmt.Errorf("sandbox: network = \"off\" needs a sandbox profile; choose no-network")
+	}
+	return nil
 }
 
 func profile(name string, o ProfileOptions) (Spec, error) {
@@ -167,6 +201,9 @@ func (s *Spec) Label() string {
 	name := s.Name
 	if name == "" {
 		name = "custom"
+	}
+	if s.Allowlist {
+		name += ", network allowlist"
 	}
 	if s.BestEffort {
 		if missing := s.Missing(); len(missing) > 0 {

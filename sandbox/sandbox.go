@@ -17,6 +17,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 )
@@ -76,6 +77,22 @@ type Spec struct {
 	// MPTCP sockets, ptrace and io_uring (seccomp).
 	NoNetwork bool `json:"no_network,omitempty"`
 
+	// Allowlist confines the network as NoNetwork does, except for one
+	// way out: the host's egress proxy (Egress), which lets connections
+	// through only to the hosts its allowlist names. Behind the namespace
+	// wall the command gets a network namespace holding only loopback,
+	// where the proxy's listener (127.0.0.1:DefaultEgressPort) is the one
+	// thing besides the command's own servers; in the fallback without
+	// namespaces, Landlock allows TCP connect to the proxy's port alone,
+	// but on any address (a weaker wall: see StatusOf). The command's
+	// environment names the proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and
+	// the like). Without Egress (a spec that crossed a process boundary)
+	// the command has no network at all.
+	Allowlist bool `json:"allowlist,omitempty"`
+	// Egress is the proxy of Allowlist; set by the host, never
+	// serialised.
+	Egress EgressProxy `json:"-"`
+
 	// BestEffort runs with the layers the kernel has when some are
 	// missing (the result says which were skipped); otherwise a missing
 	// layer is an error.
@@ -85,8 +102,28 @@ type Spec struct {
 // Enabled reports whether s confines anything.
 func (s *Spec) Enabled() bool {
 	return s != nil && (s.CPUSeconds > 0 || s.MemoryBytes > 0 || s.FileSizeBytes > 0 || s.OpenFiles > 0 || s.Processes > 0 ||
-		s.Filesystem || s.NoNetwork || s.Isolate)
+		s.Filesystem || s.NoNetwork || s.Allowlist || s.Isolate)
 }
+
+// EgressProxy is the host's way out for Allowlist specs (package egress
+// provides it).
+type EgressProxy interface {
+	// ServeListener serves the connections a sandboxed run's listener
+	// accepts; stop closes it and them, waits for them, and returns the
+	// reasons of the refusals meanwhile (each names its destination).
+	ServeListener(ln net.Listener) (stop func() []string)
+	// HostPort starts (once) and returns the proxy's port on the host's
+	// 127.0.0.1, for the fallback without a network namespace.
+	HostPort() (int, error)
+}
+
+// DefaultEgressPort is the port of the proxy's listener inside a
+// sandbox's network namespace.
+const DefaultEgressPort = 3128
+
+// netOff says the spec closes the network (all of it, or all but the
+// egress proxy).
+func (s *Spec) netOff() bool { return s.NoNetwork || s.Allowlist }
 
 // label is the profile's name, or "custom".
 func (s *Spec) label() string {
@@ -114,9 +151,16 @@ func Stricter(a, b Spec) Spec {
 		FileSizeBytes: lower(a.FileSizeBytes, b.FileSizeBytes), OpenFiles: lower(a.OpenFiles, b.OpenFiles),
 		Processes:  lower(a.Processes, b.Processes),
 		Filesystem: a.Filesystem || b.Filesystem, NoNetwork: a.NoNetwork || b.NoNetwork,
+		Allowlist:  (a.Allowlist || b.Allowlist) && !(a.NoNetwork || b.NoNetwork),
 		PrivateTmp: a.PrivateTmp || b.PrivateTmp, BestEffort: a.BestEffort && b.BestEffort,
 		Isolate: a.Isolate || b.Isolate, TmpBytes: lower(a.TmpBytes, b.TmpBytes),
 		Hidden: append(slices.Clone(a.Hidden), b.Hidden...),
+	}
+	if out.Allowlist {
+		out.Egress = a.Egress
+		if !a.Allowlist || out.Egress == nil {
+			out.Egress = b.Egress
+		}
 	}
 	switch {
 	case a.Isolate && b.Isolate:

@@ -52,6 +52,18 @@ func helperNet(args []string) int {
 			_, err = c.Write([]byte("x"))
 			c.Close()
 		}
+	case "loopback":
+		// A server of the command's own, on its loopback.
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err == nil {
+			var c net.Conn
+			if c, err = net.Dial("tcp", ln.Addr().String()); err == nil {
+				c.Close()
+			}
+			ln.Close()
+		}
+	case "dns":
+		_, err = net.DefaultResolver.LookupHost(context.Background(), args[1])
 	case "mptcp":
 		fd, e := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 262)
 		if err = e; err == nil {
@@ -382,7 +394,7 @@ func TestStatus(t *testing.T) {
 			t.Errorf("%s does not say what its absence leaves open", l.Name)
 		}
 	}
-	if strings.Join(names, ",") != "namespaces,capabilities,landlock,seccomp,memory cgroup,pids cgroup,rlimits,bubblewrap" {
+	if strings.Join(names, ",") != "namespaces,capabilities,landlock,seccomp,network allowlist,memory cgroup,pids cgroup,rlimits,bubblewrap" {
 		t.Errorf("layers %v", names)
 	}
 }
@@ -414,7 +426,7 @@ func TestAsUnprivileged(t *testing.T) {
 	tmp := filepath.Join(dir, "tmp")
 	os.Mkdir(tmp, 0o777)
 	os.Chmod(tmp, 0o1777)
-	cmd := exec.Command(bin, "-test.run", "^(TestFilesystem|TestNetwork|TestLimits|TestProcesses|TestIsolation|TestSetupFailure|TestEscape.*)$", "-test.count=1")
+	cmd := exec.Command(bin, "-test.run", "^(TestFilesystem|TestNetwork|TestLimits|TestProcesses|TestIsolation|TestSetupFailure|TestEscape.*|TestEgress.*)$", "-test.count=1")
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + tmp, "HOME=" + tmp, "AGENTEXEC_TEST_NOBODY=1", "GORACE=atexit_sleep_ms=0"}
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

@@ -237,7 +237,7 @@ func installSeccomp(s *Spec) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return err
 	}
-	prog, err := filter(s.NoNetwork)
+	prog, err := filter(s.netOff())
 	if err != nil {
 		return err
 	}

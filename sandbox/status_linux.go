@@ -116,7 +116,7 @@ func StatusOf(s *Spec) []Layer {
 	default:
 		ll.Detail += ": filesystem (no device nodes), TCP bind/connect, signal and abstract-socket scoping"
 	}
-	state(&ll, s.Filesystem || s.NoNetwork)
+	state(&ll, s.Filesystem || s.netOff())
 	layers = append(layers, ll)
 
 	sc := Layer{Name: "seccomp", Available: st.Seccomp,
@@ -124,8 +124,25 @@ func StatusOf(s *Spec) []Layer {
 			"AF_PACKET and netlink beyond routing, TCP Fast Open, prlimit/renice/affinity of other processes; network-off: UDP, raw, MPTCP and Unix sockets",
 		Open: "without it: bpf, perf_event_open, keyring reads, TCP Fast Open and the other calls it denies (the namespaces and dropped capabilities still stop most of them)",
 		Fix:  "use a kernel with CONFIG_SECCOMP_FILTER=y"}
-	state(&sc, s.Isolate || s.NoNetwork)
+	state(&sc, s.Isolate || s.netOff())
 	layers = append(layers, sc)
+
+	eg := Layer{Name: "network allowlist", Available: st.UserNS || st.LandlockABI >= 4,
+		Detail: fmt.Sprintf("network = \"allowlist\": a network namespace holding only loopback, where agentexec's egress proxy listens on 127.0.0.1:%d "+
+			"(the listener is made inside and handed to the host, so no forwarder runs in the sandbox); the proxy resolves names and lets through only the allowed hosts, "+
+			"never to private addresses unless allow_private; TCP reaches nothing but that loopback (the command's own servers and the proxy); seccomp denies UDP, raw and Unix sockets", DefaultEgressPort),
+		Open: "the fallback without namespaces is weaker: the proxy listens on the host's loopback, and Landlock allows TCP connect to its port number on any address " +
+			"(a server elsewhere listening on that port is reachable directly); UDP, raw and Unix sockets stay denied by seccomp",
+		Fix: ns.Fix}
+	switch {
+	case !st.UserNS && st.LandlockABI < 4:
+		eg.Detail = "cannot run: without namespaces, Landlock ABI 4 (TCP connect rules) is needed to hold commands to the proxy, this kernel has " + fmt.Sprint(st.LandlockABI)
+		eg.Fix += "; or upgrade the kernel to Linux 6.7 or later with Landlock enabled"
+	case !st.UserNS:
+		eg.Detail = "fallback (weaker): no network namespace; " + eg.Open
+	}
+	state(&eg, s.Allowlist)
+	layers = append(layers, eg)
 
 	memDir, memV2 := memoryCgroup()
 	mem := Layer{Name: "memory cgroup", Available: memDir != "",

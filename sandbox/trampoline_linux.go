@@ -23,6 +23,10 @@ const trampolineArg = "__agentexec_sandbox"
 const (
 	specFD   = 3
 	statusFD = 4
+	// egressFD is a Unix socket to the host, given to an Allowlist run
+	// behind the namespace wall: the trampoline sends the proxy's
+	// listener on it (see sendEgressListener).
+	egressFD = 5
 )
 
 // launch is what the host sends the trampoline.
@@ -50,6 +54,12 @@ type launch struct {
 	UserNS bool `json:"userns,omitempty"`
 	UID    int  `json:"uid,omitempty"`
 	GID    int  `json:"gid,omitempty"`
+	// EgressPort is the port of the egress proxy: inside the network
+	// namespace, where the trampoline listens on 127.0.0.1:EgressPort
+	// and sends the listener to the host on egressFD (NS); or on the
+	// host's loopback (the fallback). Landlock allows TCP connect to it
+	// alone. 0: no way out.
+	EgressPort int `json:"egress_port,omitempty"`
 }
 
 // exitMsg is what the trampoline sends on its status descriptor: once
@@ -101,6 +111,7 @@ func trampoline() *SetupError {
 		return se
 	}
 	unix.CloseOnExec(statusFD)
+	unix.CloseOnExec(egressFD) // if given: never the program's
 	f := os.NewFile(specFD, "spec")
 	if f == nil {
 		return fail(StepReadSpec, errors.New("started without its spec descriptor; this mode is internal"))
@@ -140,9 +151,14 @@ func trampoline() *SetupError {
 		if err := buildRoot(&l); err != nil {
 			return fail(StepMounts, err)
 		}
-		if s.NoNetwork {
+		if s.netOff() {
 			if err := loopbackUp(); err != nil {
 				return fail(StepNetwork, err)
+			}
+		}
+		if s.Allowlist && l.EgressPort > 0 {
+			if err := sendEgressListener(l.EgressPort); err != nil {
+				return fail(StepEgress, err)
 			}
 		}
 		if err := unix.Chdir(cwd); err != nil {
@@ -162,10 +178,10 @@ func trampoline() *SetupError {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(StepNoNewPrv, err)
 	}
-	if err := landlockApply(s, l.Rules); err != nil {
+	if err := landlockApply(s, l.Rules, l.EgressPort, l.NS); err != nil {
 		return fail(StepLandlock, err)
 	}
-	if s.NoNetwork || s.Isolate {
+	if s.netOff() || s.Isolate {
 		if err := installSeccomp(s); err != nil {
 			return fail(StepSeccomp, err)
 		}
@@ -247,12 +263,13 @@ const (
 	llMakeFifo
 	llMakeBlock
 	llMakeSym
-	llRefer     // ABI 2
-	llTruncate  // ABI 3
-	llIoctlDev  // ABI 5
-	llFSAllV6   = 1<<16 - 1
-	llNetTCP    = 1<<2 - 1 // bind and connect, ABI 4
-	llScopedAll = 1<<2 - 1 // abstract unix sockets and signals, ABI 6
+	llRefer         // ABI 2
+	llTruncate      // ABI 3
+	llIoctlDev      // ABI 5
+	llFSAllV6       = 1<<16 - 1
+	llNetTCP        = 1<<2 - 1 // bind and connect, ABI 4
+	llNetConnectTCP = 1 << 1
+	llScopedAll     = 1<<2 - 1 // abstract unix sockets and signals, ABI 6
 
 	llRead      = llExecute | llReadFile | llReadDir
 	llWrite     = llWriteFile | llRemoveDir | llRemoveFile | llMakeDir | llMakeReg | llMakeSock | llMakeFifo | llMakeSym | llTruncate // never device nodes
@@ -290,11 +307,23 @@ func llSupported(abi int) (fs, net, scoped uint64) {
 // thread's domain, and nothing else runs in the trampoline. This avoids
 // the all-thread system calls a library must make for a process that goes
 // on running Go code.
-func landlockApply(s *Spec, paths []PathRule) error {
-	if !s.Filesystem && !s.NoNetwork {
+//
+// Under Allowlist in a network namespace (ns), TCP is left to the
+// namespace, which holds only loopback: the command's own servers and the
+// proxy's listener are all it reaches, so tests that serve on localhost
+// keep working. In the fallback (no namespace), TCP connect is allowed to
+// the proxy's port alone, on any address (see StatusOf), and bind to
+// nothing.
+func landlockApply(s *Spec, paths []PathRule, egressPort int, ns bool) error {
+	if !s.Filesystem && !s.netOff() {
 		return nil
 	}
 	abi := llABI()
+	if s.Allowlist && !ns && abi < 4 {
+		// Without a network rule nothing would hold the command to the
+		// proxy in the fallback; never best effort.
+		return fmt.Errorf("Landlock ABI %d cannot restrict TCP connections to the egress proxy (4 is needed): %w", abi, ErrUnavailable)
+	}
 	if s.NoNetwork && !s.BestEffort && abi < 4 {
 		return fmt.Errorf("Landlock ABI %d cannot restrict the network (4 is needed): %w", abi, ErrUnavailable)
 	}
@@ -307,7 +336,7 @@ func landlockApply(s *Spec, paths []PathRule) error {
 	if s.Filesystem {
 		attr.handledFS = llFSAllV6 & supFS
 	}
-	if s.NoNetwork {
+	if s.NoNetwork || s.Allowlist && !ns {
 		attr.handledNet = llNetTCP & supNet
 	}
 	if attr.handledFS == 0 && attr.handledNet == 0 && attr.scoped == 0 {
@@ -332,6 +361,11 @@ func landlockApply(s *Spec, paths []PathRule) error {
 			if err := addPathRule(fd, r.Path, access&attr.handledFS); err != nil {
 				return err
 			}
+		}
+	}
+	if s.Allowlist && egressPort > 0 && attr.handledNet != 0 {
+		if err := llAddPort(fd, llNetConnectTCP, uint64(egressPort)); err != nil {
+			return fmt.Errorf("landlock_add_rule for TCP port %d: %w", egressPort, err)
 		}
 	}
 	if err := llRestrictSelf(fd); err != nil {
@@ -462,6 +496,33 @@ func setRlimits(s *Spec, nproc, memCgroup bool) error {
 		if err := set(unix.RLIMIT_DATA, uint64(s.MemoryBytes), uint64(s.MemoryBytes)); err != nil {
 			return fmt.Errorf("RLIMIT_DATA: %w", err)
 		}
+	}
+	return nil
+}
+
+// sendEgressListener is the one step of the egress way out that runs in
+// the sandbox: in the new network namespace (loopback up), it listens on
+// 127.0.0.1:port and sends the listening socket to the host over
+// egressFD (SCM_RIGHTS), then closes its own copies. The host accepts
+// the command's connections on it and serves them with the proxy, so the
+// only thing to connect to inside is the host's proxy, and no forwarder
+// runs in the sandbox. A launcher that replaces the trampoline must do
+// the same, in this order, before the program starts.
+func sendEgressListener(port int) error {
+	defer unix.Close(egressFD)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return fmt.Errorf("listen on 127.0.0.1:%d: %w", port, err)
+	}
+	if err := unix.Listen(fd, 128); err != nil {
+		return fmt.Errorf("listen on 127.0.0.1:%d: %w", port, err)
+	}
+	if err := unix.Sendmsg(egressFD, []byte{'L'}, unix.UnixRights(fd), nil, 0); err != nil {
+		return fmt.Errorf("send the listener to the host: %w", err)
 	}
 	return nil
 }

@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agentexec/agentexec/runner"
 )
@@ -59,6 +63,32 @@ func (s *Spec) Wrapper(o Options) (func(path string, argv, env []string) (*runne
 	}, nil
 }
 
+// ProxyEnv is what tells a command the proxy at 127.0.0.1:port: the usual
+// variables in both cases (curl, git, pip, Go, cargo, Node's undici with
+// NODE_USE_ENV_PROXY, Python's requests read them) and the settings of
+// the tools that read their own (npm, yarn, pip, cargo). ALL_PROXY is the
+// SOCKS5 form, with names resolved by the proxy.
+func ProxyEnv(port int) []string {
+	hp := "127.0.0.1:" + strconv.Itoa(port)
+	http, socks := "http://"+hp, "socks5h://"+hp
+	const noProxy = "localhost,127.0.0.1,::1"
+	return []string{
+		"HTTP_PROXY=" + http, "HTTPS_PROXY=" + http, "ALL_PROXY=" + socks, "NO_PROXY=" + noProxy,
+		"http_proxy=" + http, "https_proxy=" + http, "all_proxy=" + socks, "no_proxy=" + noProxy,
+		"npm_config_proxy=" + http, "npm_config_https_proxy=" + http, "npm_config_noproxy=" + noProxy,
+		"YARN_HTTP_PROXY=" + http, "YARN_HTTPS_PROXY=" + http,
+		"PIP_PROXY=" + http, "CARGO_HTTP_PROXY=" + http, "NODE_USE_ENV_PROXY=1",
+	}
+}
+
+// egressNote says which destinations the proxy refused during a run.
+func egressNote(refused []string) string {
+	if len(refused) == 0 {
+		return ""
+	}
+	return "agentexec: the sandbox's network allowlist refused: " + strings.Join(refused, "; ")
+}
+
 // forceFallback makes Wrapper use the fallback without namespaces (tests
 // of the fallback, on hosts where namespaces work).
 var forceFallback bool
@@ -77,26 +107,140 @@ func withEnv(env, set []string) []string {
 func wrapNS(exe string, s Spec, plan *nsPlan, path string, argv, env []string) (*runner.Wrapped, error) {
 	l := launch{Path: path, Argv: argv, Env: withEnv(env, plan.env), Spec: s, Rules: plan.rules, NS: true, Mounts: plan.mounts, UserNS: userNamespace(), UID: os.Getuid(), GID: os.Getgid()}
 	l.Spec.ReadOnly, l.Spec.ReadWrite, l.Spec.Hidden, l.Spec.Home = nil, nil, nil, nil
+	var eg *egressLink
+	if s.Allowlist && s.Egress != nil {
+		var err error
+		if eg, err = newEgressLink(s.Egress); err != nil {
+			return nil, err
+		}
+		l.EgressPort = DefaultEgressPort
+		l.Env = withEnv(l.Env, ProxyEnv(l.EgressPort))
+	}
 	w, err := start(exe, &l, nil)
 	if err != nil {
+		eg.close()
 		return nil, err
 	}
-	w.Attr = nsAttr(s.NoNetwork)
-	w.Finish = func(res *runner.Result, tail []byte) string { return noteDenied(&s, plan, res, tail) }
+	w.Attr = nsAttr(s.netOff())
+	w.Finish = func(res *runner.Result, tail []byte) string {
+		note := noteDenied(&s, plan, res, tail)
+		if e := egressNote(eg.stop()); e != "" {
+			note = strings.TrimSpace(note + "\n" + e)
+		}
+		return note
+	}
+	if eg != nil {
+		w.Files = append(w.Files, eg.child)
+		started, done := w.Started, w.Done
+		w.Started = func(pid int) error {
+			if err := started(pid); err != nil {
+				return err
+			}
+			return eg.receive()
+		}
+		w.Done = func() {
+			eg.stop()
+			eg.close()
+			done()
+		}
+	}
 	return w, nil
+}
+
+// egressLink is the host's end of an Allowlist run's way out: a Unix
+// socket pair whose child end becomes the trampoline's egressFD, and the
+// listener the trampoline sends back on it.
+type egressLink struct {
+	proxy       EgressProxy
+	host, child *os.File
+	stopServing func() []string
+	refused     []string
+	stopped     bool
+}
+
+func newEgressLink(p EgressProxy) (*egressLink, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: egress socket pair: %w", err)
+	}
+	return &egressLink{proxy: p, host: os.NewFile(uintptr(fds[0]), "egress"), child: os.NewFile(uintptr(fds[1]), "egress-child")}, nil
+}
+
+// receive takes the listener the trampoline sent (it sent it before it
+// reported the program started) and serves it.
+func (e *egressLink) receive() error {
+	fail := func(msg string, err error) error {
+		return &SetupError{Step: StepEgress, Msg: fmt.Sprintf("%s: %v", msg, err)}
+	}
+	oob := make([]byte, unix.CmsgSpace(4))
+	buf := make([]byte, 1)
+	rc, err := e.host.SyscallConn()
+	if err != nil {
+		return fail("egress socket", err)
+	}
+	var n, oobn int
+	var rerr error
+	// The trampoline sent the listener before it reported the program
+	// started: it is there to take, without waiting.
+	if err := rc.Control(func(fd uintptr) {
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC|unix.MSG_DONTWAIT)
+	}); err != nil {
+		return fail("receive the listener", err)
+	}
+	if rerr != nil || n != 1 {
+		return fail("receive the listener", fmt.Errorf("the trampoline sent none (%v)", rerr))
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return fail("receive the listener", fmt.Errorf("no descriptor (%v)", err))
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return fail("receive the listener", fmt.Errorf("expected one descriptor (%v)", err))
+	}
+	f := os.NewFile(uintptr(fds[0]), "egress-listener")
+	ln, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		return fail("use the listener", err)
+	}
+	e.stopServing = e.proxy.ServeListener(ln)
+	return nil
+}
+
+// stop ends the serving (once) and returns what the proxy refused.
+func (e *egressLink) stop() []string {
+	if e == nil {
+		return nil
+	}
+	if !e.stopped && e.stopServing != nil {
+		e.stopped = true
+		e.refused = e.stopServing()
+	}
+	return e.refused
+}
+
+func (e *egressLink) close() {
+	if e != nil {
+		e.host.Close()
+		e.child.Close()
+	}
 }
 
 // Missing lists the layers s asks for that this system cannot provide.
 func (s *Spec) Missing() []string {
 	st := Probe()
 	var out []string
-	if (s.Filesystem || s.NoNetwork) && st.LandlockABI < 6 {
+	if (s.Filesystem || s.netOff()) && st.LandlockABI < 6 {
 		out = append(out, fmt.Sprintf("Landlock ABI 6 is needed, this kernel has %d", st.LandlockABI))
 	}
 	if s.Isolate && !st.UserNS {
 		out = append(out, "namespaces cannot be created ("+st.UserNSDetail+"); without them the wall is Landlock and seccomp only, which leaves pathname Unix sockets reachable, /proc of the host's processes visible, and (with network) TCP listeners reachable")
 	}
-	if (s.NoNetwork || s.Isolate) && !st.Seccomp {
+	if (s.netOff() || s.Isolate) && !st.Seccomp {
 		out = append(out, "seccomp is not available")
 	}
 	if s.Processes > 0 && st.PidsCgroup == "" && os.Getuid() == 0 {
@@ -113,6 +257,14 @@ func wrap(exe string, s Spec, path string, argv, env []string) (*runner.Wrapped,
 func wrapRules(exe string, s Spec, rules []PathRule, path string, argv, env []string) (*runner.Wrapped, error) {
 	var cleanups []func()
 	l := launch{Path: path, Argv: argv, Env: env, Spec: s, Rules: rules}
+	if s.Allowlist && s.Egress != nil {
+		port, err := s.Egress.HostPort()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: the egress proxy: %w", err)
+		}
+		l.EgressPort = port
+		l.Env = withEnv(l.Env, ProxyEnv(port))
+	}
 	l.Spec.ReadOnly, l.Spec.ReadWrite, l.Spec.Hidden = nil, nil, nil // the rules say it all
 	if s.PrivateTmp {
 		dir, err := os.MkdirTemp("", "agentexec-tmp-")

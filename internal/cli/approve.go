@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agentexec/agentexec/egress"
 	"github.com/agentexec/agentexec/tool"
 )
 
@@ -63,5 +64,36 @@ func (p *promptApprover) Approve(ctx context.Context, req tool.ApprovalRequest) 
 			fmt.Fprintf(p.out, "Not run. To allow it without asking, add to the configuration:\n\n%s\n", rule)
 		}
 		return tool.Approval{Reason: "declined at the terminal"}, nil
+	}
+}
+
+// ttyNetworkAsker asks a person at the terminal about a host the sandbox's
+// network allowlist does not name (on_unknown = "ask" under run): once,
+// for the rest of the run, or no.
+func ttyNetworkAsker(ctx context.Context, q egress.Question) (egress.Answer, error) {
+	tty, err := openTTY()
+	if err != nil {
+		return egress.Decline, fmt.Errorf("there is no terminal to ask on")
+	}
+	defer tty.Close()
+	fmt.Fprintf(tty, "\nagentexec: the command wants to connect to %s port %d, which the sandbox's network allowlist does not name.\n", q.Host, q.Port)
+	answers := make(chan string, 1)
+	go func() {
+		fmt.Fprint(tty, "Allow it? [y] yes once, [n] no, [a] always during this run: ")
+		line, _ := bufio.NewReader(tty).ReadString('\n')
+		answers <- strings.ToLower(strings.TrimSpace(line))
+	}()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(tty, "(no answer in time: refused)")
+		return egress.Decline, ctx.Err()
+	case a := <-answers:
+		switch a {
+		case "y", "yes":
+			return egress.AllowOnce, nil
+		case "a", "always":
+			return egress.AllowSession, nil
+		}
+		return egress.Decline, nil
 	}
 }

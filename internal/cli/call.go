@@ -73,6 +73,9 @@ func (o *callOptions) run(cmd *cobra.Command, args []string, stdin io.Reader, st
 		return err
 	}
 	defer h.Close()
+	if h.Egress != nil {
+		h.Egress.Ask = ttyNetworkAsker // on_unknown = "ask"
+	}
 	var input []byte
 	if len(args) == 2 && args[1] != "-" {
 		input = []byte(args[1])

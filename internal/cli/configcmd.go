@@ -39,6 +39,16 @@ the flags you give call, mcp or serve to see what they would use.`,
 				named = "$AGENTEXEC_CONFIG"
 			}
 			printConfig(stdout, cfg, named)
+			if cfg.Sandbox.Network.Mode == "allowlist" {
+				wd := cfg.Workspace
+				if wd == "" {
+					wd, _ = os.Getwd()
+				}
+				fmt.Fprintln(stdout, "\n# the sandbox's network, as resolved now:")
+				for _, line := range networkLines(cfg, wd) {
+					fmt.Fprintln(stdout, "# "+line)
+				}
+			}
 			return nil
 		},
 	}

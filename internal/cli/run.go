@@ -93,6 +93,7 @@ cannot be run; 127 when it is not found; 125 when agentexec itself failed.`,
 	o.setup.addPolicyFlags(f)
 	f.StringVar(&o.policy, "policy", "on", "on: the configuration's policy decides before the command runs; off: run it without the policy")
 	f.StringVar(&o.setup.sandbox, "sandbox", "", "sandbox profile: "+strings.Join(sandbox.Profiles, ", ")+" (default from the configuration: workspace-write; the workspace is --cwd, or the current directory)")
+	o.setup.addNetworkFlags(f)
 	f.StringVar(&o.setup.cwd, "cwd", "", "working directory, and the sandbox's workspace (default: the configuration's workspace, or the current directory)")
 	f.BoolVar(&o.argv, "argv", false, "run the arguments as PROGRAM ARGS... without a shell")
 	f.BoolVar(&o.json, "json", false, "print the structured result as one JSON object instead of streaming")
@@ -275,6 +276,9 @@ func (o *runOptions) run(cmd *cobra.Command, args []string, stdin io.Reader, std
 		return err
 	}
 	defer h.Close()
+	if h.Egress != nil {
+		h.Egress.Ask = ttyNetworkAsker // on_unknown = "ask"
+	}
 	// An interrupt or termination of agentexec cancels the command, which
 	// ends its whole tree.
 	ctx, gotSignal, stop := interruptible(cmd.Context())

@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+
+	"github.com/agentexec/agentexec/config"
+	"github.com/agentexec/agentexec/egress"
 
 	"github.com/agentexec/agentexec/runner"
 	"github.com/agentexec/agentexec/sandbox"
@@ -14,6 +19,7 @@ import (
 func newSandboxCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "sandbox", Short: "What the sandbox can do on this system"}
 	var asJSON bool
+	o := &setupOptions{}
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Print each sandbox layer as available or not, with the reason and the fix",
@@ -47,10 +53,21 @@ func newSandboxCmd(stdout io.Writer) *cobra.Command {
 				}
 				fmt.Fprintf(stdout, "profile %-20s %s\n", p, state)
 			}
+			if cfg, err := o.load(cmd); err == nil {
+				wd := cfg.Workspace
+				if wd == "" {
+					wd, _ = os.Getwd()
+				}
+				for _, line := range networkLines(cfg, wd) {
+					fmt.Fprintln(stdout, line)
+				}
+			}
 			return nil
 		},
 	}
 	status.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	o.addPolicyFlags(status.Flags())
+	o.addNetworkFlags(status.Flags())
 	cmd.AddCommand(status)
 	return cmd
 }
@@ -69,4 +86,39 @@ func treeCgroupLayer() sandbox.Layer {
 	l.Available = true
 	l.Detail = "each command's tree in its own cgroup under " + pool.Parent() + ", ended with cgroup.kill"
 	return l
+}
+
+// networkLines describe the configuration's sandbox network: the mode
+// and, for an allowlist, every rule with the hosts its presets resolve to
+// on this machine now.
+func networkLines(cfg *config.Config, workspace string) []string {
+	n := cfg.Sandbox.Network
+	mode := n.Mode
+	if mode == "" {
+		mode = "the profile's (" + cfg.Sandbox.Profile + ")"
+	}
+	lines := []string{"network " + mode}
+	if n.Mode != "allowlist" {
+		return lines
+	}
+	onUnknown := n.OnUnknown
+	if onUnknown == "" {
+		onUnknown = "deny"
+	}
+	lines[0] += fmt.Sprintf(" (other hosts: %s; private addresses: %s)", onUnknown, map[bool]string{true: "allowed", false: "refused"}[n.AllowPrivate])
+	for _, h := range n.Allow {
+		lines = append(lines, "  allow "+h)
+	}
+	for _, h := range n.Deny {
+		lines = append(lines, "  deny  "+h)
+	}
+	for _, r := range egress.ResolvePresets(context.Background(), n.Presets, workspace) {
+		for _, h := range r.Hosts {
+			lines = append(lines, "  allow "+h+"  (preset "+r.Preset+")")
+		}
+		for _, src := range r.Sources {
+			lines = append(lines, "  # "+r.Preset+": "+src)
+		}
+	}
+	return lines
 }

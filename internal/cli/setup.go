@@ -33,6 +33,13 @@ type setupOptions struct {
 	auditFail  bool
 	sandbox    string
 	secrets    []string // files sandboxed commands must never see (a token file)
+	allowHosts []string // --allow-host
+}
+
+// addNetworkFlags adds --allow-host (run, call, mcp, serve, tools and
+// config show).
+func (o *setupOptions) addNetworkFlags(f *pflag.FlagSet) {
+	f.StringArrayVar(&o.allowHosts, "allow-host", nil, "let sandboxed commands reach HOST[:PORT] (or *.DOMAIN[:PORT]) through agentexec's egress proxy, and nothing else not allowed in [sandbox.network] (sets sandbox.network.mode = \"allowlist\"; repeatable)")
 }
 
 func (o *setupOptions) addPolicyFlags(f *pflag.FlagSet) {
@@ -49,6 +56,7 @@ func (o *setupOptions) addToolFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.stateDir, "state-dir", "", "directory for background jobs (default: $XDG_RUNTIME_DIR/agentexec or a private directory in /tmp)")
 	f.StringVar(&o.cwd, "cwd", "", "workspace: the working directory of calls (default: the configuration's, or the current one)")
 	f.StringVar(&o.sandbox, "sandbox", "", "sandbox profile: "+strings.Join(sandbox.Profiles, ", ")+" (default from the configuration: workspace-write)")
+	o.addNetworkFlags(f)
 }
 
 func (o *setupOptions) addCallFlags(f *pflag.FlagSet) {
@@ -65,7 +73,7 @@ var flagKeys = map[string]string{
 	"allow-exe": "tools.shell_exec.allow_executables", "deny-exe": "tools.shell_exec.deny_executables",
 	"ask-unknown": "tools.shell_exec.require_approval_for_unknown", "state-dir": "jobs.state_dir", "cwd": "workspace",
 	"grant-tool": "grants.tools", "grant-fs": "grants.fs", "audit-log": "audit.path", "audit-max-size": "audit.max_size",
-	"audit-fail-closed": "audit.fail_closed",
+	"audit-fail-closed": "audit.fail_closed", "allow-host": "sandbox.network.allow",
 }
 
 // load reads the configuration and applies the flags that were given,
@@ -96,6 +104,11 @@ func (o *setupOptions) load(cmd *cobra.Command) (*config.Config, error) {
 	}
 	if changed("sandbox") {
 		cfg.Sandbox.Profile = o.sandbox
+	}
+	if changed("allow-host") {
+		cfg.Sandbox.Network.Allow = append(cfg.Sandbox.Network.Allow, o.allowHosts...)
+		cfg.Sandbox.Network.Mode = "allowlist"
+		cfg.SetSource("sandbox.network.mode", "flag --allow-host")
 	}
 	if changed("tools") {
 		cfg.Tools.Enabled = o.tools
