@@ -205,7 +205,24 @@ type Options struct {
 	// next to this program, or else this program itself. It must call
 	// Main first thing in main.
 	Executable string
+	// Launcher chooses how namespaced commands start: LauncherRaw (the
+	// host clones the sandbox's init itself, which applies the spec with
+	// raw system calls: one process start, no second Go runtime),
+	// LauncherTrampoline (the Go trampoline program, started for each
+	// command), or "" for the environment variable LauncherEnv, else
+	// LauncherRaw where it is available (linux/amd64, as root) and the
+	// trampoline elsewhere. Both build the same wall.
+	Launcher string
 }
+
+// Launchers.
+const (
+	LauncherRaw        = "raw"
+	LauncherTrampoline = "trampoline"
+	// LauncherEnv, when set to a launcher's name, chooses it where
+	// Options.Launcher is empty.
+	LauncherEnv = "AGENTEXEC_SANDBOX_LAUNCHER"
+)
 
 // State is what this system can do for the sandbox.
 type State struct {

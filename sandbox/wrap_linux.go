@@ -40,6 +40,19 @@ func (s *Spec) Wrapper(o Options) (func(path string, argv, env []string) (*runne
 		if err != nil {
 			return nil, err
 		}
+		raw, err := useRaw(o.Launcher)
+		if err != nil {
+			return nil, err
+		}
+		if raw {
+			st, err := compileStatic(&spec, plan)
+			if err != nil {
+				return nil, err
+			}
+			return func(path string, argv, env []string) (*runner.Wrapped, error) {
+				return wrapRaw(st, spec, plan, path, argv, env)
+			}, nil
+		}
 		return func(path string, argv, env []string) (*runner.Wrapped, error) {
 			return wrapNS(exe, spec, plan, path, argv, env)
 		}, nil
@@ -57,6 +70,30 @@ func (s *Spec) Wrapper(o Options) (func(path string, argv, env []string) (*runne
 		}
 		return wrapRules(exe, spec, rules, path, argv, env)
 	}, nil
+}
+
+// useRaw says whether the namespaced launch goes through the in-process
+// launcher. It is there on linux/amd64 for root, which needs no user
+// namespace; an ordinary user's user namespace needs its id maps written
+// by a process whose memory is dumpable, which a clone sharing the
+// non-dumpable host's memory is not, so users keep the trampoline.
+func useRaw(launcher string) (bool, error) {
+	if launcher == "" {
+		launcher = os.Getenv(LauncherEnv)
+	}
+	possible := rawAvailable && !userNamespace()
+	switch launcher {
+	case "":
+		return possible, nil
+	case LauncherTrampoline:
+		return false, nil
+	case LauncherRaw:
+		if !possible {
+			return false, fmt.Errorf("sandbox: launcher %q: %w (linux/amd64, as root); use %q", launcher, errRawUnavailable, LauncherTrampoline)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("sandbox: unknown launcher %q; the launchers are %q and %q", launcher, LauncherRaw, LauncherTrampoline)
 }
 
 // forceFallback makes Wrapper use the fallback without namespaces (tests
