@@ -11,15 +11,25 @@ import (
 // no Go runtime of its own: it must not allocate, take locks, write
 // pointers (write barriers), grow its stack or touch anything but the
 // arena, which lives outside the Go heap. Hence //go:nosplit (the linker
-// then proves the whole call chain fits the stack) and //go:norace.
+// then proves the whole call chain fits the stack), //go:norace and
+// //go:nocheckptr (the race detector's instrumentation would call into
+// the runtime).
 
 // rawAvailable says whether this architecture has the in-process launcher.
 const rawAvailable = true
 
-// rawCloneInit and rawCloneCmd are in raw_linux_amd64.s: two copies, so
-// that the linker's nosplit check sees no cycle.
-func rawCloneInit(trap, a1, a2 uintptr, arena unsafe.Pointer, role uintptr) (r1, errno uintptr)
-func rawCloneCmd(trap, a1, a2 uintptr, arena unsafe.Pointer, role uintptr) (r1, errno uintptr)
+// rawClone is in raw_linux_amd64.s.
+func rawClone(trap, a1, a2 uintptr, arena unsafe.Pointer, role, fn uintptr) (r1, errno uintptr)
+
+// The children's entry points as func values, whose first word is the
+// code address rawClone calls.
+var (
+	rawInitFn = rawInitEntry
+	rawCmdFn  = rawCmdEntry
+)
+
+// funcPC returns the code address of the function f holds.
+func funcPC(f *func(*rawArena, uintptr)) uintptr { return **(**uintptr)(unsafe.Pointer(f)) }
 
 //go:linkname runtimeBeforeFork syscall.runtime_BeforeFork
 func runtimeBeforeFork()
@@ -46,9 +56,10 @@ func rawFork(trap, a1, a2 uintptr, a *rawArena) (int, syscall.Errno) {
 
 //go:nosplit
 //go:norace
+//go:nocheckptr
 func rawForkLocked(trap, a1, a2 uintptr, a *rawArena) (uintptr, uintptr) {
 	runtimeBeforeFork()
-	pid, errno := rawCloneInit(trap, a1, a2, unsafe.Pointer(a), roleInit)
+	pid, errno := rawClone(trap, a1, a2, unsafe.Pointer(a), roleInit, a.initPC)
 	runtimeAfterFork()
 	return pid, errno
 }
@@ -58,6 +69,7 @@ func rawForkLocked(trap, a1, a2 uintptr, a *rawArena) (uintptr, uintptr) {
 //
 //go:nosplit
 //go:norace
+//go:nocheckptr
 func rawCmdEntry(a *rawArena, role uintptr) {
 	i, e := rawExec(a, a.cmdOff, a.ncmd)
 	// Only reached when a step failed: execve does not return.
@@ -70,6 +82,7 @@ func rawCmdEntry(a *rawArena, role uintptr) {
 //
 //go:nosplit
 //go:norace
+//go:nocheckptr
 func rawInitEntry(a *rawArena, role uintptr) { rawInit(a) }
 
 // rawInit runs the init program (descriptors, session, namespaces' root,
@@ -80,6 +93,7 @@ func rawInitEntry(a *rawArena, role uintptr) { rawInit(a) }
 //
 //go:nosplit
 //go:norace
+//go:nocheckptr
 func rawInit(a *rawArena) {
 	if i, e := rawExec(a, a.opsOff, a.nops); e != 0 {
 		rawReport(a, rawRecFailed, uint32(i), uint32(e))
@@ -89,7 +103,7 @@ func rawInit(a *rawArena) {
 	// init that keeps the default action); the command starts with none
 	// blocked.
 	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, 2 /* SIG_SETMASK */, uintptr(unsafe.Pointer(&a.mask)), 0, 8, 0, 0)
-	pid, e := rawCloneCmd(syscall.SYS_CLONE, syscall.CLONE_VM|syscall.CLONE_VFORK|uintptr(syscall.SIGCHLD), a.cmdStack, unsafe.Pointer(a), roleCmd)
+	pid, e := rawClone(syscall.SYS_CLONE, syscall.CLONE_VM|syscall.CLONE_VFORK|uintptr(syscall.SIGCHLD), a.cmdStack, unsafe.Pointer(a), roleCmd, a.cmdPC)
 	if e != 0 {
 		rawReport(a, rawRecFailed, uint32(a.nops+a.ncmd), uint32(e))
 		rawExit(126)
@@ -124,6 +138,7 @@ func rawInit(a *rawArena) {
 
 //go:nosplit
 //go:norace
+//go:nocheckptr
 func rawExit(code uintptr) {
 	for {
 		syscall.RawSyscall6(syscall.SYS_EXIT_GROUP, code, 0, 0, 0, 0, 0)
@@ -134,6 +149,7 @@ func rawExit(code uintptr) {
 //
 //go:nosplit
 //go:norace
+//go:nocheckptr
 func rawReport(a *rawArena, kind, x, y uint32) {
 	a.rec[0], a.rec[1], a.rec[2], a.rec[3] = kind, x, y, 0
 	for {
@@ -149,6 +165,7 @@ func rawReport(a *rawArena, kind, x, y uint32) {
 //
 //go:nosplit
 //go:norace
+//go:nocheckptr
 func rawExec(a *rawArena, off, n uintptr) (int, uintptr) {
 	base := unsafe.Pointer(a)
 	for i := uintptr(0); i < n; i++ {

@@ -190,6 +190,7 @@ func (r *rawRun) start(dir string, files []uintptr, sys *syscall.SysProcAttr) (i
 	a.cmdOff, a.ncmd = cmdOff, uintptr(len(cmd))
 	a.cmdStack = base + stacks + 2*rawStackSize - 64
 	a.failOp = -1
+	a.initPC, a.cmdPC = funcPC(&rawInitFn), funcPC(&rawCmdFn)
 	initStack := base + stacks + rawStackSize - 64
 
 	flags := nsCloneFlags(r.spec.NoNetwork) &^ syscall.CLONE_NEWUSER

@@ -53,6 +53,8 @@ type rawArena struct {
 	opsOff, nops uintptr // the init program
 	cmdOff, ncmd uintptr // the command's program
 	cmdStack     uintptr // top of the command's stack
+	initPC       uintptr // the children's entry points
+	cmdPC        uintptr
 	failOp       int64   // set by the command when its program failed
 	failErr      uintptr
 	ws           int32
