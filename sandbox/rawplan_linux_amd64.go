@@ -55,7 +55,7 @@ type rawArena struct {
 	cmdStack     uintptr // top of the command's stack
 	initPC       uintptr // the children's entry points
 	cmdPC        uintptr
-	failOp       int64   // set by the command when its program failed
+	failOp       int64 // set by the command when its program failed
 	failErr      uintptr
 	ws           int32
 	_            int32
