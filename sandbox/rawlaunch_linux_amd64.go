@@ -147,6 +147,12 @@ func (r *rawRun) start(dir string, files []uintptr, sys *syscall.SysProcAttr) (i
 	p.op(StepExec, r.path, unix.SYS_EXECVE, p.str(r.path), p.strv(r.argv), p.strv(r.env))
 	cloneOp := len(p.ops)
 	p.op(StepExec, r.path, unix.SYS_CLONE) // only names the clone of the command in errors
+	if rawTestEdit != nil {
+		n := len(p.ops)
+		rawTestEdit(p) // operations it adds go first
+		r.npre += len(p.ops) - n
+		cloneOp += len(p.ops) - n
+	}
 
 	// The arena: header, static data, run data, operations, two stacks.
 	pre, cmd := p.ops[:r.npre], p.ops[r.npre:cloneOp]
@@ -317,5 +323,8 @@ func (r *rawRun) done() {
 	r.status.Close()
 	r.remove()
 }
+
+// rawTestEdit, when set (by tests), changes each run's own operations.
+var rawTestEdit func(p *rawProg)
 
 var errRawUnavailable = errors.New("the in-process launcher is not available here")
