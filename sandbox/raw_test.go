@@ -313,11 +313,15 @@ func TestLaunchers(t *testing.T) {
 		t.Skip("already choosing a launcher")
 	}
 	exe, _ := os.Executable()
-	cmd := exec.Command(exe, "-test.run", "^(TestIsolation|TestSetupFailure|TestEscape.*)$", "-test.count=1", "-test.short")
+	cmd := exec.Command(exe, "-test.run", "^(TestIsolation|TestSetupFailure|TestEscape.*)$", "-test.count=1", "-test.short", "-test.v")
 	cmd.Env = append(os.Environ(), LauncherEnv+"="+LauncherTrampoline)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("with the trampoline: %v\n%s", err, out)
 	}
-	t.Logf("with the trampoline:\n%s", out)
+	for _, want := range []string{"--- PASS: TestEscapes ", "--- PASS: TestEscapeFiles ", "--- PASS: TestEscapesFallback ", "--- PASS: TestIsolation "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("with the trampoline, %q is missing:\n%s", want, out)
+		}
+	}
 }

