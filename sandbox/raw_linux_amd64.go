@@ -39,17 +39,22 @@ func runtimeAfterFork()
 
 // Roles of a child started by rawClone.
 const (
-	roleInit = 1 // the PID namespace's init: runs the init program
-	roleCmd  = 2 // the command: runs the command program, ends in execve
+	roleInit  = 1 // the PID namespace's init: runs the init program
+	roleCmd   = 2 // the command: runs the command program, ends in execve
+	roleRelay = 3 // a user's first child: enters the user namespace, creates the others, clones the init
 )
+
+// rawCloneInitFailed is the operation a relay reports when it could not
+// clone the init.
+const rawCloneInitFailed = ^uint32(1)
 
 // rawFork clones the init with trap (clone or clone3) and a1, a2, the way
 // package syscall forks: fork lock held, signals blocked on this thread
 // (the child starts with them blocked and never runs the runtime's
 // handlers), no stack growth in between.
-func rawFork(trap, a1, a2 uintptr, a *rawArena) (int, syscall.Errno) {
+func rawFork(trap, a1, a2 uintptr, a *rawArena, role uintptr) (int, syscall.Errno) {
 	syscall.ForkLock.Lock()
-	pid, errno := rawForkLocked(trap, a1, a2, a)
+	pid, errno := rawForkLocked(trap, a1, a2, a, role)
 	syscall.ForkLock.Unlock()
 	return int(pid), syscall.Errno(errno)
 }
@@ -57,9 +62,9 @@ func rawFork(trap, a1, a2 uintptr, a *rawArena) (int, syscall.Errno) {
 //go:nosplit
 //go:norace
 //go:nocheckptr
-func rawForkLocked(trap, a1, a2 uintptr, a *rawArena) (uintptr, uintptr) {
+func rawForkLocked(trap, a1, a2 uintptr, a *rawArena, role uintptr) (uintptr, uintptr) {
 	runtimeBeforeFork()
-	pid, errno := rawClone(trap, a1, a2, unsafe.Pointer(a), roleInit, a.initPC)
+	pid, errno := rawClone(trap, a1, a2, unsafe.Pointer(a), role, a.initPC)
 	runtimeAfterFork()
 	return pid, errno
 }
@@ -73,7 +78,7 @@ func rawForkLocked(trap, a1, a2 uintptr, a *rawArena) (uintptr, uintptr) {
 func rawCmdEntry(a *rawArena, role uintptr) {
 	i, e := rawExec(a, a.cmdOff, a.ncmd)
 	// Only reached when a step failed: execve does not return.
-	a.failOp = int64(a.nops + uintptr(i))
+	a.failOp = int64(a.nrelay + a.nops + uintptr(i))
 	a.failErr = e
 	rawExit(127)
 }
@@ -83,7 +88,49 @@ func rawCmdEntry(a *rawArena, role uintptr) {
 //go:nosplit
 //go:norace
 //go:nocheckptr
-func rawInitEntry(a *rawArena, role uintptr) { rawInit(a) }
+func rawInitEntry(a *rawArena, role uintptr) {
+	if role == roleRelay {
+		rawRelay(a)
+	}
+	rawInit(a)
+}
+
+// rawRelay is a user's first child: it runs the relay program (its
+// descriptors and session, then setns into the shared user namespace and
+// unshare of the others), clones the init, which is the new PID
+// namespace's first process, and exits with its status. It keeps every
+// signal blocked: only SIGKILL ends it (and then the init, by its parent
+// death signal).
+//
+//go:nosplit
+//go:norace
+//go:nocheckptr
+func rawRelay(a *rawArena) {
+	if i, e := rawExec(a, a.relayOff, a.nrelay); e != 0 {
+		rawReport(a, rawRecFailed, uint32(i), uint32(e))
+		rawExit(126)
+	}
+	pid, e := rawClone(syscall.SYS_CLONE, syscall.CLONE_VM|uintptr(syscall.SIGCHLD), a.initStack, unsafe.Pointer(a), roleInit, a.initPC)
+	if e != 0 {
+		rawReport(a, rawRecFailed, rawCloneInitFailed, uint32(e))
+		rawExit(126)
+	}
+	for {
+		a.relayWS = 0
+		_, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, pid, uintptr(unsafe.Pointer(&a.relayWS)), 0, 0, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			rawExit(125)
+		}
+		ws := uint32(a.relayWS)
+		if sig := ws & 0x7f; sig != 0 && sig != 0x7f {
+			rawExit(128 + uintptr(sig))
+		}
+		rawExit(uintptr((ws >> 8) & 0xff))
+	}
+}
 
 // rawInit runs the init program (descriptors, session, namespaces' root,
 // confinement), starts the command with a vfork-style clone on its own
@@ -96,7 +143,7 @@ func rawInitEntry(a *rawArena, role uintptr) { rawInit(a) }
 //go:nocheckptr
 func rawInit(a *rawArena) {
 	if i, e := rawExec(a, a.opsOff, a.nops); e != 0 {
-		rawReport(a, rawRecFailed, uint32(i), uint32(e))
+		rawReport(a, rawRecFailed, uint32(a.nrelay)+uint32(i), uint32(e))
 		rawExit(126)
 	}
 	// Signals stay blocked until now (the kernel drops those sent to an
@@ -105,7 +152,7 @@ func rawInit(a *rawArena) {
 	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, 2 /* SIG_SETMASK */, uintptr(unsafe.Pointer(&a.mask)), 0, 8, 0, 0)
 	pid, e := rawClone(syscall.SYS_CLONE, syscall.CLONE_VM|syscall.CLONE_VFORK|uintptr(syscall.SIGCHLD), a.cmdStack, unsafe.Pointer(a), roleCmd, a.cmdPC)
 	if e != 0 {
-		rawReport(a, rawRecFailed, uint32(a.nops+a.ncmd), uint32(e))
+		rawReport(a, rawRecFailed, uint32(a.nrelay+a.nops+a.ncmd), uint32(e))
 		rawExit(126)
 	}
 	if a.failOp >= 0 {

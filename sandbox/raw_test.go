@@ -40,19 +40,30 @@ func rawWrap(t *testing.T, s Spec, edit func(p *rawProg)) func(string, []string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := compileStatic(&s, plan)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := rawStaticOf(t, &s, plan)
 	if edit != nil {
 		p := *st.prog
 		p.ops, p.rels, p.descs = slices.Clone(p.ops), slices.Clone(p.rels), slices.Clone(p.descs)
 		edit(&p)
-		st = &rawStatic{prog: &p, chdirOp: st.chdirOp, label: st.label}
+		st = &rawStatic{prog: &p, chdirOp: st.chdirOp, label: st.label, userFD: st.userFD}
 	}
 	return func(path string, argv, env []string) (*runner.Wrapped, error) {
 		return wrapRaw(st, s, plan, path, argv, env)
 	}
+}
+
+// rawStaticOf compiles s and plan as Wrapper does.
+func rawStaticOf(t *testing.T, s *Spec, plan *nsPlan) *rawStatic {
+	t.Helper()
+	st, err := compileStatic(s, plan)
+	if err == nil && userNamespace() {
+		exe, _ := os.Executable()
+		st.userFD, err = sharedUserNS(exe)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // breakStep makes the first operation of step that fails the run fail
@@ -77,6 +88,7 @@ func TestRawSetupFailures(t *testing.T) {
 	ws, s := boxed(t, "strict")
 	marker := filepath.Join(ws, "ran")
 	runWith := func(t *testing.T, wrap func(string, []string, []string) (*runner.Wrapped, error), dir string) error {
+		os.Remove(marker)
 		token := proctest.Token(t)
 		res, err := runner.Run(context.Background(), runner.Spec{
 			Argv: []string{"/bin/sh", "-c", "touch " + marker}, Dir: dir, Env: append(runner.SafeEnv(), token), Wrap: wrap, Timeout: 20 * time.Second,
@@ -115,14 +127,14 @@ func TestRawSetupFailures(t *testing.T) {
 	// Each step of the run's own operations.
 	for _, step := range []string{StepStart, StepCgroup, StepRlimits, StepExec} {
 		t.Run("run/"+step, func(t *testing.T) {
+			if step == StepCgroup && Probe().PidsCgroup == "" && !MemoryCgroup() {
+				t.Skip("no cgroup is joined on this host")
+			}
 			found := false
 			rawTestEdit = func(p *rawProg) { found = breakStep(p, step) }
 			defer func() { rawTestEdit = nil }()
 			err := runWith(t, rawWrap(t, s, nil), ws)
 			if !found {
-				if step == StepCgroup {
-					t.Skip("no cgroup is joined on this host")
-				}
 				t.Fatalf("no operation of step %q", step)
 			}
 			if se := setupError(t, err); se.Step != step || se.Errno != int(syscall.ENOSYS) {
@@ -150,10 +162,7 @@ func TestRawSetupFailures(t *testing.T) {
 		s2 := s
 		plan, _ := planNamespaces(&s2)
 		plan.mounts = append(plan.mounts, Mount{Kind: mBindRO, Src: "/no/such/dir", Dst: "/nowhere"})
-		st, err := compileStatic(&s2, plan)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := rawStaticOf(t, &s2, plan)
 		se := setupError(t, runWith(t, func(path string, argv, env []string) (*runner.Wrapped, error) {
 			return wrapRaw(st, s2, plan, path, argv, env)
 		}, ws))
@@ -164,10 +173,7 @@ func TestRawSetupFailures(t *testing.T) {
 	t.Run("landlock rule", func(t *testing.T) {
 		plan, _ := planNamespaces(&s)
 		plan.rules = append(plan.rules, PathRule{Path: "/etc/passwd/x"})
-		st, err := compileStatic(&s, plan)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := rawStaticOf(t, &s, plan)
 		se := setupError(t, runWith(t, func(path string, argv, env []string) (*runner.Wrapped, error) {
 			return wrapRaw(st, s, plan, path, argv, env)
 		}, ws))

@@ -85,7 +85,12 @@ func (r *rawRun) start(dir string, files []uintptr, sys *syscall.SysProcAttr) (i
 	p := newRawProg(st.base + uintptr(len(st.data)))
 	r.run = p
 	// Descriptors: files[i] becomes i (0, 1 and 2 inherited by the
-	// command, the others close-on-exec), everything else is closed.
+	// command, the others close-on-exec), everything else is closed. A
+	// user's relay also gets the shared user namespace, after them.
+	user := r.st.userFD >= 0
+	if user {
+		files = append(files[:len(files):len(files)], uintptr(r.st.userFD))
+	}
 	fd := make([]int, len(files))
 	next := len(files)
 	for i, f := range files {
@@ -111,10 +116,6 @@ func (r *rawRun) start(dir string, files []uintptr, sys *syscall.SysProcAttr) (i
 		}
 	}
 	p.op(StepStart, "close the other descriptors", unix.SYS_CLOSE_RANGE, num(uintptr(len(files))), num(^uintptr(0)>>32), num(0))
-	dfl := p.blob(make([]byte, 32))
-	for _, sig := range resetSignals() {
-		p.op(StepStart, "", unix.SYS_RT_SIGACTION, num(uintptr(sig)), dfl, num(0), num(8)).flags = opIgnore
-	}
 	if sys != nil {
 		if sys.Setsid {
 			p.op(StepStart, "setsid", unix.SYS_SETSID)
@@ -126,10 +127,24 @@ func (r *rawRun) start(dir string, files []uintptr, sys *syscall.SysProcAttr) (i
 			p.op(StepStart, "set the controlling terminal", unix.SYS_IOCTL, num(uintptr(sys.Ctty)), num(unix.TIOCSCTTY), num(1))
 		}
 	}
+	// (The parent is outside the new PID namespace: getppid says 0
+	// whether it is alive or not, so there is nothing to check after
+	// this; the host waits for its child before it can exit normally.)
 	p.op(StepStart, "set the parent death signal", unix.SYS_PRCTL, num(unix.PR_SET_PDEATHSIG), num(uintptr(unix.SIGKILL)), num(0), num(0), num(0))
-	// (Its parent is outside its PID namespace: getppid says 0 whether
-	// the host is alive or not, so there is nothing to check. The host
-	// waits for this init before it can exit normally.)
+	nrelay := 0
+	if user {
+		nsfd := uintptr(len(files) - 1)
+		p.op(StepIDs, "enter the user namespace", unix.SYS_SETNS, num(nsfd), num(unix.CLONE_NEWUSER))
+		p.op(StepStart, "", unix.SYS_CLOSE, num(nsfd)).flags = opIgnore
+		p.op(StepStart, "create the namespaces", unix.SYS_UNSHARE, num(nsCloneFlags(r.spec.NoNetwork)&^unix.CLONE_NEWUSER))
+		nrelay = len(p.ops)
+		// The init's own, its parent being the relay.
+		p.op(StepStart, "set the parent death signal", unix.SYS_PRCTL, num(unix.PR_SET_PDEATHSIG), num(uintptr(unix.SIGKILL)), num(0), num(0), num(0))
+	}
+	dfl := p.blob(make([]byte, 32))
+	for _, sig := range resetSignals() {
+		p.op(StepStart, "", unix.SYS_RT_SIGACTION, num(uintptr(sig)), dfl, num(0), num(8)).flags = opIgnore
+	}
 	// The cgroups are opened now (the new root does not show them) and
 	// joined by the command.
 	for i, procs := range r.procs {
@@ -161,7 +176,7 @@ func (r *rawRun) start(dir string, files []uintptr, sys *syscall.SysProcAttr) (i
 	opsOff := dataEnd
 	cmdOff := opsOff + uintptr(len(pre)+len(st.ops))*opSize
 	stacks := (cmdOff + uintptr(len(cmd))*opSize + 128 + 4095) &^ 4095
-	size := stacks + 2*rawStackSize
+	size := stacks + 3*rawStackSize // the relay's, the init's, the command's
 	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return 0, err
@@ -192,14 +207,20 @@ func (r *rawRun) start(dir string, files []uintptr, sys *syscall.SysProcAttr) (i
 	place(ops[len(pre)+len(st.ops):], cmd, p.rels[r.npre:cloneOp])
 	ops[len(pre)+r.st.chdirOp].args[0] = cwdArg.v + base
 	a := (*rawArena)(unsafe.Pointer(&mem[0]))
-	a.opsOff, a.nops = opsOff, uintptr(len(pre)+len(st.ops))
+	a.relayOff, a.nrelay = opsOff, uintptr(nrelay)
+	a.opsOff, a.nops = opsOff+uintptr(nrelay)*opSize, uintptr(len(pre)-nrelay+len(st.ops))
 	a.cmdOff, a.ncmd = cmdOff, uintptr(len(cmd))
-	a.cmdStack = base + stacks + 2*rawStackSize - 64
+	a.cmdStack = base + stacks + 3*rawStackSize - 64
+	a.initStack = base + stacks + 2*rawStackSize - 64
 	a.failOp = -1
 	a.initPC, a.cmdPC = funcPC(&rawInitFn), funcPC(&rawCmdFn)
-	initStack := base + stacks + rawStackSize - 64
-
+	// Root's init is cloned into its namespaces; a user's relay creates
+	// them (after entering the user namespace) and clones the init.
 	flags := nsCloneFlags(r.spec.NoNetwork) &^ syscall.CLONE_NEWUSER
+	role, stack := uintptr(roleInit), stacks+rawStackSize
+	if user {
+		flags, role, stack = 0, roleRelay, stacks
+	}
 	var pid int
 	var errno syscall.Errno
 	if sys != nil && sys.UseCgroupFD {
@@ -208,12 +229,12 @@ func (r *rawRun) start(dir string, files []uintptr, sys *syscall.SysProcAttr) (i
 		*ca = [11]uint64{}
 		ca[0] = uint64(flags | syscall.CLONE_VM | unix.CLONE_INTO_CGROUP)
 		ca[4] = uint64(syscall.SIGCHLD)
-		ca[5] = uint64(base + stacks)
+		ca[5] = uint64(base + stack)
 		ca[6] = rawStackSize - 64
 		ca[10] = uint64(sys.CgroupFD)
-		pid, errno = rawFork(unix.SYS_CLONE3, base+stacks-88, 88, a)
+		pid, errno = rawFork(unix.SYS_CLONE3, base+stacks-88, 88, a, role)
 	} else {
-		pid, errno = rawFork(syscall.SYS_CLONE, flags|syscall.CLONE_VM|uintptr(syscall.SIGCHLD), initStack, a)
+		pid, errno = rawFork(syscall.SYS_CLONE, flags|syscall.CLONE_VM|uintptr(syscall.SIGCHLD), base+stack+rawStackSize-64, a, role)
 	}
 	if errno != 0 {
 		unix.Munmap(mem)
@@ -255,6 +276,8 @@ func (r *rawRun) rlimits(p *rawProg) {
 func (r *rawRun) desc(i int) rawDesc {
 	nst := len(r.st.prog.ops)
 	switch {
+	case uint32(i) == rawCloneInitFailed:
+		return rawDesc{StepStart, "clone the namespace's init"}
 	case i < 0:
 	case i < r.npre:
 		return r.run.descs[i]

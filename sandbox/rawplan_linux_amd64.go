@@ -50,6 +50,9 @@ const (
 // rawArena is the start of the arena: what both children and the host
 // share besides the programs and their data.
 type rawArena struct {
+	relayOff     uintptr // the relay's program (users only: it enters the user namespace)
+	nrelay       uintptr
+	initStack    uintptr // top of the init's stack, when the relay clones it
 	opsOff, nops uintptr // the init program
 	cmdOff, ncmd uintptr // the command's program
 	cmdStack     uintptr // top of the command's stack
@@ -58,7 +61,7 @@ type rawArena struct {
 	failOp       int64 // set by the command when its program failed
 	failErr      uintptr
 	ws           int32
-	_            int32
+	relayWS      int32
 	rec          [4]uint32
 	mask         uint64 // an empty signal set
 	regs         [rawRegs]uintptr
@@ -220,6 +223,7 @@ type rawStatic struct {
 	prog    *rawProg
 	chdirOp int
 	label   string
+	userFD  int // the shared user namespace (sharedUserNS), or -1 for root
 }
 
 // rawHeader is where static data starts in the arena.
@@ -318,7 +322,7 @@ func compileStatic(s *Spec, plan *nsPlan) (*rawStatic, error) {
 		// its descriptor with SCM_RIGHTS on descriptor 5, close. See
 		// compileEgress.
 	}
-	st := &rawStatic{prog: p, label: s.label()}
+	st := &rawStatic{prog: p, label: s.label(), userFD: -1}
 	st.chdirOp = len(p.ops)
 	p.op(StepDir, "", unix.SYS_CHDIR, num(0)) // the path is set per run
 	p.op(StepDir, "", unix.SYS_SETHOSTNAME, p.str("sandbox"), num(7)).flags = opIgnore

@@ -210,8 +210,9 @@ type Options struct {
 	// raw system calls: one process start, no second Go runtime),
 	// LauncherTrampoline (the Go trampoline program, started for each
 	// command), or "" for the environment variable LauncherEnv, else
-	// LauncherRaw where it is available (linux/amd64, as root) and the
-	// trampoline elsewhere. Both build the same wall.
+	// LauncherRaw where it is available (linux/amd64; an ordinary user
+	// also needs the shared user namespace, made once per process) and
+	// the trampoline elsewhere. Both build the same wall.
 	Launcher string
 }
 

@@ -74,6 +74,9 @@ type PathRule struct {
 // unaffected) and returns. Call it first thing in main (and in TestMain)
 // of any program that runs sandboxed commands.
 func Main() {
+	if len(os.Args) == 4 && os.Args[1] == usernsArg {
+		holdUserNS(os.Args[2], os.Args[3])
+	}
 	if len(os.Args) < 2 || os.Args[1] != trampolineArg {
 		unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 		return

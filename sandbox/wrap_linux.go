@@ -46,12 +46,19 @@ func (s *Spec) Wrapper(o Options) (func(path string, argv, env []string) (*runne
 		}
 		if raw {
 			st, err := compileStatic(&spec, plan)
-			if err != nil {
+			if err == nil && userNamespace() {
+				st.userFD, err = sharedUserNS(exe)
+			}
+			switch {
+			case err == nil:
+				return func(path string, argv, env []string) (*runner.Wrapped, error) {
+					return wrapRaw(st, spec, plan, path, argv, env)
+				}, nil
+			case launcherChoice(o.Launcher) == LauncherRaw:
 				return nil, err
 			}
-			return func(path string, argv, env []string) (*runner.Wrapped, error) {
-				return wrapRaw(st, spec, plan, path, argv, env)
-			}, nil
+			// Otherwise the trampoline does without the shared user
+			// namespace.
 		}
 		return func(path string, argv, env []string) (*runner.Wrapped, error) {
 			return wrapNS(exe, spec, plan, path, argv, env)
@@ -72,16 +79,20 @@ func (s *Spec) Wrapper(o Options) (func(path string, argv, env []string) (*runne
 	}, nil
 }
 
-// useRaw says whether the namespaced launch goes through the in-process
-// launcher. It is there on linux/amd64 for root, which needs no user
-// namespace; an ordinary user's user namespace needs its id maps written
-// by a process whose memory is dumpable, which a clone sharing the
-// non-dumpable host's memory is not, so users keep the trampoline.
-func useRaw(launcher string) (bool, error) {
+// launcherChoice is the launcher asked for: launcher, or else the
+// environment's.
+func launcherChoice(launcher string) string {
 	if launcher == "" {
-		launcher = os.Getenv(LauncherEnv)
+		return os.Getenv(LauncherEnv)
 	}
-	possible := rawAvailable && !userNamespace()
+	return launcher
+}
+
+// useRaw says whether the namespaced launch goes through the in-process
+// launcher (built for linux/amd64).
+func useRaw(launcher string) (bool, error) {
+	launcher = launcherChoice(launcher)
+	possible := rawAvailable
 	switch launcher {
 	case "":
 		return possible, nil
@@ -89,7 +100,7 @@ func useRaw(launcher string) (bool, error) {
 		return false, nil
 	case LauncherRaw:
 		if !possible {
-			return false, fmt.Errorf("sandbox: launcher %q: %w (linux/amd64, as root); use %q", launcher, errRawUnavailable, LauncherTrampoline)
+			return false, fmt.Errorf("sandbox: launcher %q: %w; use %q", launcher, errRawUnavailable, LauncherTrampoline)
 		}
 		return true, nil
 	}
