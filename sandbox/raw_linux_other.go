@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"errors"
+	"os"
 
 	"github.com/agentexec/agentexec/runner"
 )
@@ -14,10 +15,10 @@ const rawAvailable = false
 
 var errRawUnavailable = errors.New("the in-process launcher is only built for linux/amd64")
 
-type rawStatic struct{}
+type rawStatic struct{ userFD int }
 
-func compileStatic(*Spec, *nsPlan) (*rawStatic, error) { return nil, errRawUnavailable }
+func compileStatic(*Spec, *nsPlan, int) (*rawStatic, error) { return nil, errRawUnavailable }
 
-func wrapRaw(*rawStatic, Spec, *nsPlan, string, []string, []string) (*runner.Wrapped, error) {
+func wrapRaw(*rawStatic, Spec, *nsPlan, *os.File, string, []string, []string) (*runner.Wrapped, error) {
 	return nil, errRawUnavailable
 }

@@ -48,14 +48,14 @@ func rawWrap(t *testing.T, s Spec, edit func(p *rawProg)) func(string, []string,
 		st = &rawStatic{prog: &p, chdirOp: st.chdirOp, label: st.label, userFD: st.userFD}
 	}
 	return func(path string, argv, env []string) (*runner.Wrapped, error) {
-		return wrapRaw(st, s, plan, path, argv, env)
+		return wrapRaw(st, s, plan, nil, path, argv, env)
 	}
 }
 
 // rawStaticOf compiles s and plan as Wrapper does.
 func rawStaticOf(t *testing.T, s *Spec, plan *nsPlan) *rawStatic {
 	t.Helper()
-	st, err := compileStatic(s, plan)
+	st, err := compileStatic(s, plan, 0)
 	if err == nil && userNamespace() {
 		exe, _ := os.Executable()
 		st.userFD, err = sharedUserNS(exe)
@@ -164,7 +164,7 @@ func TestRawSetupFailures(t *testing.T) {
 		plan.mounts = append(plan.mounts, Mount{Kind: mBindRO, Src: "/no/such/dir", Dst: "/nowhere"})
 		st := rawStaticOf(t, &s2, plan)
 		se := setupError(t, runWith(t, func(path string, argv, env []string) (*runner.Wrapped, error) {
-			return wrapRaw(st, s2, plan, path, argv, env)
+			return wrapRaw(st, s2, plan, nil, path, argv, env)
 		}, ws))
 		if se.Step != StepMounts || se.Msg != "ro /nowhere: no such file or directory" {
 			t.Errorf("got %+v", se)
@@ -175,7 +175,7 @@ func TestRawSetupFailures(t *testing.T) {
 		plan.rules = append(plan.rules, PathRule{Path: "/etc/passwd/x"})
 		st := rawStaticOf(t, &s, plan)
 		se := setupError(t, runWith(t, func(path string, argv, env []string) (*runner.Wrapped, error) {
-			return wrapRaw(st, s, plan, path, argv, env)
+			return wrapRaw(st, s, plan, nil, path, argv, env)
 		}, ws))
 		if se.Step != StepLandlock || se.Msg != "open /etc/passwd/x for a Landlock rule: not a directory" {
 			t.Errorf("got %+v", se)
@@ -331,3 +331,77 @@ func TestLaunchers(t *testing.T) {
 		}
 	}
 }
+
+// TestRawEgressListener: an init compiled with an egress port listens on
+// 127.0.0.1:port in the run's network namespace and sends the listener to
+// the host (what a network = "allowlist" run needs; issue #14 wires it).
+func TestRawEgressListener(t *testing.T) {
+	needRaw(t)
+	ws, s := boxed(t, "no-network")
+	plan, err := planNamespaces(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := compileStatic(&s, plan, egressTestPort)
+	if err == nil && userNamespace() {
+		exe, _ := os.Executable()
+		st.userFD, err = sharedUserNS(exe)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := os.NewFile(uintptr(fds[0]), "egress")
+	defer host.Close()
+	child := os.NewFile(uintptr(fds[1]), "egress-child")
+	got := make(chan string, 1)
+	go func() {
+		buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+		n, oobn, _, _, err := unix.Recvmsg(int(host.Fd()), buf, oob, 0)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
+		if len(msgs) != 1 {
+			got <- "no descriptor"
+			return
+		}
+		lfds, err := unix.ParseUnixRights(&msgs[0])
+		if err != nil || len(lfds) != 1 {
+			got <- fmt.Sprint("rights: ", err)
+			return
+		}
+		defer unix.Close(lfds[0])
+		sa, _ := unix.Getsockname(lfds[0])
+		acc, _ := unix.GetsockoptInt(lfds[0], unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
+		in4, _ := sa.(*unix.SockaddrInet4)
+		if in4 == nil {
+			got <- "not inet"
+			return
+		}
+		got <- fmt.Sprintf("%s %v:%d listening=%d", buf[:n], in4.Addr, in4.Port, acc)
+	}()
+	res, err := runner.Run(context.Background(), runner.Spec{
+		Argv: []string{"/bin/sh", "-c", "ls /proc/self/fd | wc -l"}, Dir: ws, Timeout: 20 * time.Second, Combined: capture.Limit{Max: 4096},
+		Wrap: func(path string, argv, env []string) (*runner.Wrapped, error) {
+			return wrapRaw(st, s, plan, child, path, argv, env)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, g := fmt.Sprintf("L [127 0 0 1]:%d listening=1", egressTestPort), <-got; g != want {
+		t.Errorf("the host got %q, want %q", g, want)
+	}
+	if res.ExitCode != 0 {
+		t.Errorf("%s: %s", res.Describe(), out(res))
+	}
+}
+
+// egressTestPort is the port the egress test listens on (the egress
+// branch's DefaultEgressPort).
+const egressTestPort = 3128

@@ -38,7 +38,11 @@ type rawRun struct {
 }
 
 // wrapRaw prepares one run of s through the in-process launcher.
-func wrapRaw(st *rawStatic, s Spec, plan *nsPlan, path string, argv, env []string) (*runner.Wrapped, error) {
+//
+// egress, when not nil, is the child's end of the Unix socket on which an
+// init compiled with an egress port sends its listener; it becomes
+// descriptor rawEgressFD.
+func wrapRaw(st *rawStatic, s Spec, plan *nsPlan, egress *os.File, path string, argv, env []string) (*runner.Wrapped, error) {
 	r := &rawRun{st: st, spec: s, path: path, argv: argv, env: withEnv(env, plan.env), remove: func() {}}
 	var moved string
 	if s.Processes > 0 || s.MemoryBytes > 0 {
@@ -54,9 +58,13 @@ func wrapRaw(st *rawStatic, s Spec, plan *nsPlan, path string, argv, env []strin
 		return nil, err
 	}
 	r.status = statusR
+	files := []*os.File{statusW}
+	if egress != nil {
+		files = append(files, egress)
+	}
 	return &runner.Wrapped{
 		Path: path, Argv: argv, Env: r.env,
-		Files:   []*os.File{statusW},
+		Files:   files,
 		Cgroup:  moved,
 		Start:   r.start,
 		Started: r.startedFn,

@@ -231,7 +231,12 @@ var rawHeader = (unsafe.Sizeof(rawArena{}) + 15) &^ 15
 
 // compileStatic compiles what buildRoot, loopbackUp, dropCaps,
 // landlockApply and installSeccomp do in the trampoline.
-func compileStatic(s *Spec, plan *nsPlan) (*rawStatic, error) {
+//
+// egressPort > 0 (a network = "allowlist" profile: issue #14) also
+// makes the init listen on 127.0.0.1:egressPort in the run's network
+// namespace and send the listener to the host on descriptor rawEgressFD
+// (wrapRaw's egress), as the trampoline's sendEgressListener does.
+func compileStatic(s *Spec, plan *nsPlan, egressPort int) (*rawStatic, error) {
 	p := newRawProg(rawHeader)
 	scratch := p.blob(make([]byte, 256)) // statx's buffer
 	m := func(what string) string { return what }
@@ -316,11 +321,9 @@ func compileStatic(s *Spec, plan *nsPlan) (*rawStatic, error) {
 		o.in, o.inArg = regSock, 0
 		o = p.op(StepNetwork, "", unix.SYS_CLOSE, num(0))
 		o.in, o.inArg, o.flags = regSock, 0, opIgnore
-		// TODO(#14): the egress listener of network = "allowlist"
-		// profiles goes here, as the trampoline does it: socket,
-		// SO_REUSEADDR, bind 127.0.0.1:EgressPort, listen, sendmsg of
-		// its descriptor with SCM_RIGHTS on descriptor 5, close. See
-		// compileEgress.
+		if egressPort > 0 {
+			p.egress(egressPort)
+		}
 	}
 	st := &rawStatic{prog: p, label: s.label(), userFD: -1}
 	st.chdirOp = len(p.ops)
@@ -353,6 +356,55 @@ func compileStatic(s *Spec, plan *nsPlan) (*rawStatic, error) {
 		p.op(StepSeccomp, "", unix.SYS_SECCOMP, num(unix.SECCOMP_SET_MODE_FILTER), num(0), p.blob(fprog))
 	}
 	return st, nil
+}
+
+// rawEgressFD is the init's descriptor of the Unix socket to the host
+// that the egress listener is sent on (the status descriptor's next).
+const rawEgressFD = rawStatusFD + 1
+
+// egress compiles sendEgressListener: socket, bind 127.0.0.1:port,
+// listen, sendmsg of the listener with SCM_RIGHTS on rawEgressFD, and
+// close of both.
+func (p *rawProg) egress(port int) {
+	const step = StepNetwork
+	where := fmt.Sprintf("listen on 127.0.0.1:%d", port)
+	p.op(step, "socket", unix.SYS_SOCKET, num(unix.AF_INET), num(unix.SOCK_STREAM|unix.SOCK_CLOEXEC), num(0)).save = regSock
+	sa := make([]byte, 16) // struct sockaddr_in
+	binary.LittleEndian.PutUint16(sa, unix.AF_INET)
+	binary.BigEndian.PutUint16(sa[2:], uint16(port))
+	copy(sa[4:], []byte{127, 0, 0, 1})
+	o := p.op(step, where, unix.SYS_BIND, num(0), p.blob(sa), num(16))
+	o.in, o.inArg = regSock, 0
+	o = p.op(step, where, unix.SYS_LISTEN, num(0), num(128))
+	o.in, o.inArg = regSock, 0
+	// struct msghdr {name, namelen, iov, iovlen, control, controllen,
+	// flags}, one iovec of "L", and a cmsghdr {len, level, type} with
+	// the descriptor, patched in from the register.
+	body := p.blob([]byte("L"))
+	iov := make([]byte, 16)
+	binary.LittleEndian.PutUint64(iov[8:], 1)
+	p.align()
+	p.ptrs = append(p.ptrs, len(p.data))
+	binary.LittleEndian.PutUint64(iov, uint64(body.v))
+	iovArg := p.blob(iov)
+	cmsg := make([]byte, unix.CmsgSpace(4))
+	binary.LittleEndian.PutUint64(cmsg, uint64(unix.CmsgLen(4)))
+	binary.LittleEndian.PutUint32(cmsg[8:], unix.SOL_SOCKET)
+	binary.LittleEndian.PutUint32(cmsg[12:], unix.SCM_RIGHTS)
+	cmsgArg := p.blob(cmsg)
+	msg := make([]byte, 56)
+	binary.LittleEndian.PutUint64(msg[24:], 1)
+	binary.LittleEndian.PutUint64(msg[40:], uint64(len(cmsg)))
+	p.align()
+	at := len(p.data)
+	p.ptrs = append(p.ptrs, at+16, at+32)
+	binary.LittleEndian.PutUint64(msg[16:], uint64(iovArg.v))
+	binary.LittleEndian.PutUint64(msg[32:], uint64(cmsgArg.v))
+	o = p.op(step, "send the listener to the host", unix.SYS_SENDMSG, num(rawEgressFD), p.blob(msg), num(0))
+	o.in2, o.patch = regSock, uint32(cmsgArg.v+16)
+	o = p.op(step, "", unix.SYS_CLOSE, num(0))
+	o.in, o.inArg, o.flags = regSock, 0, opIgnore
+	p.op(step, "", unix.SYS_CLOSE, num(rawEgressFD)).flags = opIgnore
 }
 
 // landlock compiles landlockApply: the same decisions, taken now.

@@ -45,14 +45,19 @@ func (s *Spec) Wrapper(o Options) (func(path string, argv, env []string) (*runne
 			return nil, err
 		}
 		if raw {
-			st, err := compileStatic(&spec, plan)
+			// TODO(#14, on merge): for network = "allowlist" specs, pass
+			// DefaultEgressPort here and the egress link's child end to
+			// wrapRaw below (compileStatic's egress operations do what
+			// sendEgressListener does), allow the port in the Landlock
+			// rules, and use spec.netOff() where NoNetwork is tested.
+			st, err := compileStatic(&spec, plan, 0)
 			if err == nil && userNamespace() {
 				st.userFD, err = sharedUserNS(exe)
 			}
 			switch {
 			case err == nil:
 				return func(path string, argv, env []string) (*runner.Wrapped, error) {
-					return wrapRaw(st, spec, plan, path, argv, env)
+					return wrapRaw(st, spec, plan, nil, path, argv, env)
 				}, nil
 			case launcherChoice(o.Launcher) == LauncherRaw:
 				return nil, err
