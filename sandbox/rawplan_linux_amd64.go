@@ -4,12 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -477,21 +475,4 @@ var capLast = sync.OnceValue(func() int {
 		}
 	}
 	return unix.CAP_LAST_CAP
-})
-
-// resetSignals are the signals whose handlers the init sets back to the
-// default: all but those this program ignores (which stay ignored in the
-// command, as a fork and exec would leave them).
-var resetSignals = sync.OnceValue(func() []int {
-	var out []int
-	for sig := 1; sig <= 64; sig++ {
-		if sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP) {
-			continue
-		}
-		if sig <= 31 && signal.Ignored(syscall.Signal(sig)) {
-			continue
-		}
-		out = append(out, sig)
-	}
-	return out
 })
