@@ -38,7 +38,13 @@ func startAttached(p *plan, env []string, a Attach, cg *cgroup) (*child, error) 
 		attr.Setctty = true
 		attr.Ctty = 0 // the child's descriptor 0
 	}
-	pid, err := syscall.ForkExec(p.path, p.argv, &syscall.ProcAttr{Dir: p.dir, Env: env, Files: files, Sys: attr})
+	var pid int
+	var err error
+	if p.start != nil {
+		pid, err = p.start(p.dir, files, attr)
+	} else {
+		pid, err = syscall.ForkExec(p.path, p.argv, &syscall.ProcAttr{Dir: p.dir, Env: env, Files: files, Sys: attr})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ func launch(spec *Spec, p *plan, fork forkFunc) (*launched, error) {
 			return nil, &StartError{Kind: ErrSandbox, Program: p.argv[0], Err: err}
 		}
 		l.wrapped = w
-		p = &plan{path: w.Path, argv: w.Argv, dir: p.dir, timeout: p.timeout, grace: p.grace, drain: p.drain, extra: w.Files, attr: w.Attr}
+		p = &plan{path: w.Path, argv: w.Argv, dir: p.dir, timeout: p.timeout, grace: p.grace, drain: p.drain, extra: w.Files, attr: w.Attr, start: w.Start}
 		env = w.Env
 	}
 	l.plan = p

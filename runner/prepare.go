@@ -23,6 +23,7 @@ type plan struct {
 	drain   time.Duration
 	extra   []*os.File // descriptors 3, 4, ... (Wrap)
 	attr    func(*syscall.SysProcAttr)
+	start   func(dir string, files []uintptr, sys *syscall.SysProcAttr) (int, error) // Wrapped.Start
 }
 
 // defaultShell finds bash, or sh where bash is missing, once per process.

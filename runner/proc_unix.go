@@ -106,12 +106,18 @@ func startProcess(p *plan, env []string, io *pipes, cg *cgroup) (*child, error) 
 	if p.attr != nil {
 		p.attr(sys)
 	}
-	pid, err := syscall.ForkExec(p.path, p.argv, &syscall.ProcAttr{
-		Dir:   p.dir,
-		Env:   env,
-		Files: files,
-		Sys:   sys,
-	})
+	var pid int
+	var err error
+	if p.start != nil {
+		pid, err = p.start(p.dir, files, sys)
+	} else {
+		pid, err = syscall.ForkExec(p.path, p.argv, &syscall.ProcAttr{
+			Dir:   p.dir,
+			Env:   env,
+			Files: files,
+			Sys:   sys,
+		})
+	}
 	if err != nil {
 		return nil, err
 	}

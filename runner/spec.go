@@ -240,6 +240,14 @@ type Wrapped struct {
 	// Attr, if set, adjusts the process attributes the runner starts the
 	// process with (a sandbox adds namespace clone flags and id maps).
 	Attr func(*syscall.SysProcAttr)
+	// Start, if set, starts the process instead of syscall.ForkExec (a
+	// sandbox that clones its init with raw system calls). It gets the
+	// working directory, the descriptors that become 0, 1, 2, 3, ... of
+	// the process (Files included) and the attributes the runner would
+	// have used (session, cgroup, controlling terminal), and returns the
+	// pid of a child of this process that Run then waits for and signals
+	// as it would a forked one.
+	Start func(dir string, files []uintptr, sys *syscall.SysProcAttr) (pid int, err error)
 	// Exited, if set, is given the main process's exit code (-1 when a
 	// signal killed it) and signal as soon as it has been reaped, and
 	// returns the status to report: a wrapper that stays as the parent of

@@ -204,6 +204,18 @@ func try(op string, args []string) error {
 	return fmt.Errorf("unknown operation %q", op)
 }
 
+// helperFds prints the descriptors it has.
+func helperFds([]string) int {
+	var fds []string
+	for fd := 0; fd < 4096; fd++ {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+			fds = append(fds, fmt.Sprint(fd))
+		}
+	}
+	fmt.Println(strings.Join(fds, " "))
+	return 0
+}
+
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 func netip4(hostport string) (*unix.SockaddrInet4, error) {
@@ -313,6 +325,10 @@ func TestEscapes(t *testing.T) {
 				"tfo=" + tln.Addr().String(), "tfo-connect", "unix=" + sock, "abstract=" + abstract,
 				"ptrace=1", "ptrace=" + host, "unshare", "mount=" + ws, "chroot", "iouring",
 				"openw=/proc/sys/kernel/hostname", "openw=/proc/sys/vm/drop_caches", "openw=/proc/sysrq-trigger", "openw=/proc/1/oom_score_adj",
+				// The init's status descriptor (3 in-process, 4 for the
+				// trampoline): a forged record would change the reported
+				// exit status.
+				"openw=/proc/1/fd/3", "openw=/proc/1/fd/4",
 			}
 			if profile == "no-network" {
 				attempts = append(attempts, "unix="+filepath.Join(ws, "nothing.sock"))
@@ -445,6 +461,18 @@ func TestEscapeSurvival(t *testing.T) {
 	}
 	if o := out(run(t, s, ws, "echo $AGENTEXEC_SANDBOX")); strings.TrimSpace(o) != "workspace-write" {
 		t.Errorf("AGENTEXEC_SANDBOX inside: %q", o)
+	}
+}
+
+// TestEscapeInitSignals: nothing in the sandbox can stop or kill its init
+// (which would end the run early or leave the host waiting), and the
+// command's own status is what the host reports.
+func TestEscapeInitSignals(t *testing.T) {
+	needNS(t)
+	ws, s := boxed(t, "workspace-write")
+	r := run(t, s, ws, "for sig in KILL TERM STOP INT HUP SEGV; do kill -$sig 1; done; sleep 0.2; kill -0 1 && echo alive; exit 3")
+	if o := out(r); o != "alive\n" || r.ExitCode != 3 {
+		t.Errorf("%s: %q", r.Describe(), o)
 	}
 }
 

@@ -1,12 +1,18 @@
-// Package sandbox confines a command: resource limits, a Landlock
-// filesystem and network policy, a small seccomp filter, IPC scoping and
-// no_new_privs, applied by a trampoline. Go cannot run code between fork
-// and exec, so the runner starts this program again in a hidden mode; the
-// trampoline reads the spec from an inherited descriptor (never argv or
-// env), applies it to itself, and execve()s the target, which keeps the
-// pid: process-group kills and the runner's accounting work unchanged.
-// A setup failure comes back on a close-on-exec status descriptor as a
-// typed error naming the step, and the target never runs.
+// Package sandbox confines a command: namespaces, resource limits, a
+// Landlock filesystem and network policy, a seccomp deny list, IPC
+// scoping, dropped capabilities and no_new_privs.
+//
+// Behind the namespace wall (linux/amd64) the host clones the namespace's
+// init itself, sharing its memory (CLONE_VM), and the init applies a
+// program of raw system calls compiled beforehand into memory outside the
+// Go heap, as Go's own fork-and-exec child does: no second program start
+// and no second Go runtime. Elsewhere, and as the fallback
+// (Options.Launcher), Go cannot run code between fork and exec, so the
+// runner starts a trampoline (this program again in a hidden mode, or
+// agentexec-sandbox) that reads the spec from an inherited descriptor
+// (never argv or env), applies it to itself, and executes the target.
+// Either way a setup failure comes back on a close-on-exec status
+// descriptor as a typed error naming the step, and the target never runs.
 //
 // This is the security boundary that package safety is not. What the
 // kernel cannot do is reported (Status), never silently skipped: a spec
@@ -249,7 +255,25 @@ type Options struct {
 	// next to this program, or else this program itself. It must call
 	// Main first thing in main.
 	Executable string
+	// Launcher chooses how namespaced commands start: LauncherRaw (the
+	// host clones the sandbox's init itself, which applies the spec with
+	// raw system calls: one process start, no second Go runtime),
+	// LauncherTrampoline (the Go trampoline program, started for each
+	// command), or "" for the environment variable LauncherEnv, else
+	// LauncherRaw where it is available (linux/amd64; an ordinary user
+	// also needs the shared user namespace, made once per process) and
+	// the trampoline elsewhere. Both build the same wall.
+	Launcher string
 }
+
+// Launchers.
+const (
+	LauncherRaw        = "raw"
+	LauncherTrampoline = "trampoline"
+	// LauncherEnv, when set to a launcher's name, chooses it where
+	// Options.Launcher is empty.
+	LauncherEnv = "AGENTEXEC_SANDBOX_LAUNCHER"
+)
 
 // State is what this system can do for the sandbox.
 type State struct {

@@ -25,7 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	Main()
-	proctest.RunHelpers(map[string]proctest.Helper{"net": helperNet, "files": helperFiles, "spawn": helperSpawn, "try": helperTry})
+	proctest.RunHelpers(map[string]proctest.Helper{"net": helperNet, "files": helperFiles, "spawn": helperSpawn, "try": helperTry, "fds": helperFds})
 	goleak.VerifyTestMain(m)
 }
 
@@ -426,7 +426,7 @@ func TestAsUnprivileged(t *testing.T) {
 	tmp := filepath.Join(dir, "tmp")
 	os.Mkdir(tmp, 0o777)
 	os.Chmod(tmp, 0o1777)
-	cmd := exec.Command(bin, "-test.run", "^(TestFilesystem|TestNetwork|TestLimits|TestProcesses|TestIsolation|TestSetupFailure|TestEscape.*|TestEgress.*)$", "-test.count=1")
+	cmd := exec.Command(bin, "-test.run", "^(TestFilesystem|TestNetwork|TestLimits|TestProcesses|TestIsolation|TestSetupFailure|TestEscape.*|TestEgress.*|TestRaw(SetupFailures|InitDies|Descriptors|EgressListener)|TestLaunchers)$", "-test.v", "-test.short", "-test.count=1")
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + tmp, "HOME=" + tmp, "AGENTEXEC_TEST_NOBODY=1", "GORACE=atexit_sleep_ms=0"}
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -437,56 +437,73 @@ func TestAsUnprivileged(t *testing.T) {
 	t.Logf("as uid 65534:\n%s", out)
 }
 
-// BenchmarkTrue runs /bin/true unconfined (the baseline), under the
-// workspace-write and strict profiles (the trampoline being this test
-// program or the small agentexec-sandbox program), and under bubblewrap
-// building the equivalent namespaces and root when it is installed. Each
-// reports cpu-ns/op: the CPU time (user+sys) of the processes a run
-// started.
-func BenchmarkTrue(b *testing.B) {
+// BenchmarkTrue runs /bin/true unconfined (the baseline), under
+// bubblewrap building the equivalent namespaces and root (when it is
+// installed), and under the workspace-write and strict profiles through
+// the in-process launcher (raw) and the Go trampoline (the small
+// agentexec-sandbox program, or this test program when it cannot be
+// built). Each reports cpu-ns/op, the CPU time (user+sys) of the
+// processes a run started, and the ratios the targets are about:
+// cpu/unconfined (the baseline's CPU) and wall/bwrap (bubblewrap's time).
+func BenchmarkTrue(b *testing.B) { benchTrue(b) }
+
+// BenchmarkTrueUnderLoad is BenchmarkTrue while two busy loops compete
+// for the CPUs (skipped with -short).
+func BenchmarkTrueUnderLoad(b *testing.B) {
+	if testing.Short() {
+		b.Skip("the loaded variant is not part of the smoke pass")
+	}
+	var loops []*exec.Cmd
+	for range 2 {
+		c := exec.Command("/bin/sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			b.Fatal(err)
+		}
+		loops = append(loops, c)
+	}
+	defer func() {
+		for _, c := range loops {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}()
+	benchTrue(b)
+}
+
+func benchTrue(b *testing.B) {
 	ws := b.TempDir()
-	runTrue := func(b *testing.B, wrap func(string, []string, []string) (*runner.Wrapped, error), argv []string) {
-		var before, after syscall.Rusage
+	var baseCPU, baseTotal, bwrapWall float64
+	runTrue := func(b *testing.B, wrap func(string, []string, []string) (*runner.Wrapped, error), argv []string) (wall, cpu, total float64) {
+		var before, after, selfBefore, selfAfter syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
+		syscall.Getrusage(syscall.RUSAGE_SELF, &selfBefore)
+		start := time.Now()
 		for b.Loop() {
 			res, err := runner.Run(context.Background(), runner.Spec{Argv: argv, Wrap: wrap, Dir: ws})
 			if err != nil || res.ExitCode != 0 {
 				b.Fatal(err, res)
 			}
 		}
+		wall = float64(time.Since(start).Nanoseconds()) / float64(b.N)
 		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
-		cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-	}
-	b.Run("baseline=unsandboxed", func(b *testing.B) { runTrue(b, nil, []string{"/bin/true"}) })
-	// The trampoline is either this (test) program re-executed, or the
-	// small agentexec-sandbox program, built here as an install would.
-	trampolines := map[string]string{"self": ""}
-	helper := filepath.Join(ws, HelperName)
-	build := exec.Command("go", "build", "-o", helper, "github.com/agentexec/agentexec/cmd/agentexec-sandbox")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err == nil {
-		trampolines["helper"] = helper
-	} else {
-		b.Logf("cannot build %s, measuring self re-exec only: %v\n%s", HelperName, err, out)
-	}
-	for _, name := range []string{"workspace-write", "strict"} {
-		s, _ := Profile(name, ProfileOptions{Workspace: ws})
-		for _, via := range []string{"self", "helper"} {
-			exe, ok := trampolines[via]
-			if !ok {
-				continue
-			}
-			if exe == "" {
-				exe, _ = os.Executable()
-			}
-			w, err := s.Wrapper(Options{Executable: exe})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Run(name+"/"+via, func(b *testing.B) { runTrue(b, w, []string{"/bin/true"}) })
+		syscall.Getrusage(syscall.RUSAGE_SELF, &selfAfter)
+		used := func(a, b *syscall.Rusage) float64 {
+			return float64(b.Utime.Nano() + b.Stime.Nano() - a.Utime.Nano() - a.Stime.Nano())
 		}
+		cpu = used(&before, &after) / float64(b.N)
+		total = cpu + used(&selfBefore, &selfAfter)/float64(b.N)
+		b.ReportMetric(cpu, "cpu-ns/op")
+		b.ReportMetric(total, "cpu+host-ns/op")
+		if baseCPU > 0 {
+			b.ReportMetric(cpu/baseCPU, "cpu/unconfined")
+			b.ReportMetric(total/baseTotal, "cpu+host/unconfined")
+		}
+		if bwrapWall > 0 {
+			b.ReportMetric(wall/bwrapWall, "wall/bwrap")
+		}
+		return wall, cpu, total
 	}
+	b.Run("baseline=unsandboxed", func(b *testing.B) { _, baseCPU, baseTotal = runTrue(b, nil, []string{"/bin/true"}) })
 	if bwrap, err := exec.LookPath("bwrap"); err == nil {
 		// What workspace-write builds: the system directories read-only,
 		// the workspace, tmpfs /tmp and HOME, /dev, /proc, every
@@ -506,7 +523,34 @@ func BenchmarkTrue(b *testing.B) {
 		home, _ := os.UserHomeDir()
 		argv = append(argv, "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", home, "--bind", ws, ws, "--dev", "/dev", "--proc", "/proc",
 			"--chdir", ws, "/bin/true")
-		b.Run("bubblewrap", func(b *testing.B) { runTrue(b, nil, argv) })
+		b.Run("bubblewrap", func(b *testing.B) {
+			cpu := baseCPU
+			baseCPU = 0 // no ratio against itself
+			bwrapWall, _, _ = runTrue(b, nil, argv)
+			baseCPU = cpu
+		})
+	}
+	// The trampoline is the small agentexec-sandbox program, built here
+	// as an install would, or else this (test) program re-executed.
+	trampoline, _ := os.Executable()
+	helper := filepath.Join(ws, HelperName)
+	build := exec.Command("go", "build", "-o", helper, "github.com/agentexec/agentexec/cmd/agentexec-sandbox")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err == nil {
+		trampoline = helper
+	} else {
+		b.Logf("cannot build %s, measuring self re-exec: %v\n%s", HelperName, err, out)
+	}
+	for _, name := range []string{"workspace-write", "strict"} {
+		s, _ := Profile(name, ProfileOptions{Workspace: ws})
+		for _, launcher := range []string{LauncherRaw, LauncherTrampoline} {
+			w, err := s.Wrapper(Options{Executable: trampoline, Launcher: launcher})
+			if err != nil {
+				b.Logf("%s/%s: %v", name, launcher, err)
+				continue
+			}
+			b.Run(name+"/"+launcher, func(b *testing.B) { runTrue(b, w, []string{"/bin/true"}) })
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -85,6 +86,9 @@ type PathRule struct {
 // unaffected) and returns. Call it first thing in main (and in TestMain)
 // of any program that runs sandboxed commands.
 func Main() {
+	if len(os.Args) == 4 && os.Args[1] == usernsArg {
+		holdUserNS(os.Args[2], os.Args[3])
+	}
 	if len(os.Args) < 2 || os.Args[1] != trampolineArg {
 		unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 		return
@@ -206,19 +210,21 @@ func trampoline() *SetupError {
 // initProgram starts the program from this (locked, confined) thread, and
 // then serves as the namespace's init until it exits: it reaps orphans,
 // drops the signals sent to it (the host signals the whole process group,
-// which holds the program too; a handled signal is reset to the default
-// in the program, where an ignored one would stay ignored), reports the
+// which holds the program too), reports the
 // program's exit status and exits with it, after which the kernel kills
 // whatever is left in the namespace.
 func initProgram(l *launch, fail func(string, error) *SetupError) *SetupError {
-	sigs := make(chan os.Signal, 16)
-	// The signals a host or a person sends to end a command (the others
-	// are ignored by the kernel for an init, or are the runtime's own).
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGALRM, unix.SIGPIPE, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGVTALRM, unix.SIGPROF)
-	go func() {
-		for range sigs {
-		}
-	}()
+	// Every signal goes back to the default action, which the kernel
+	// drops for a namespace's init (only SIGKILL from outside ends it),
+	// so the runtime's handlers never run: a handled SIGSEGV or SIGBUS
+	// sent from inside the sandbox would otherwise make the runtime crash
+	// the init and end the run with a status that is not the command's.
+	// (signal.Notify would start a runtime thread and a goroutine: 2.6 ms
+	// of this process's CPU.)
+	var dfl [4]uintptr
+	for _, sig := range resetSignals() {
+		unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+	}
 	pid, err := syscall.ForkExec(l.Path, l.Argv, &syscall.ProcAttr{Env: l.Env, Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		return fail(StepExec, fmt.Errorf("%s: %w", l.Path, err))
@@ -526,3 +532,20 @@ func sendEgressListener(port int) error {
 	}
 	return nil
 }
+
+// resetSignals are the signals whose handlers the init sets back to the
+// default: all but those this program ignores (which stay ignored in the
+// command, as a fork and exec would leave them).
+var resetSignals = sync.OnceValue(func() []int {
+	var out []int
+	for sig := 1; sig <= 64; sig++ {
+		if sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP) {
+			continue
+		}
+		if sig <= 31 && signal.Ignored(syscall.Signal(sig)) {
+			continue
+		}
+		out = append(out, sig)
+	}
+	return out
+})

@@ -44,6 +44,33 @@ func (s *Spec) Wrapper(o Options) (func(path string, argv, env []string) (*runne
 		if err != nil {
 			return nil, err
 		}
+		raw, err := useRaw(o.Launcher)
+		if err != nil {
+			return nil, err
+		}
+		// Allowlist runs go through the trampoline until the in-process
+		// launcher does the egress step (see below).
+		if raw && !spec.Allowlist {
+			// TODO(#14, on merge): for network = "allowlist" specs, pass
+			// DefaultEgressPort here and the egress link's child end to
+			// wrapRaw below (compileStatic's egress operations do what
+			// sendEgressListener does), allow the port in the Landlock
+			// rules, and use spec.netOff() where NoNetwork is tested.
+			st, err := compileStatic(&spec, plan, 0)
+			if err == nil && userNamespace() {
+				st.userFD, err = sharedUserNS(exe)
+			}
+			switch {
+			case err == nil:
+				return func(path string, argv, env []string) (*runner.Wrapped, error) {
+					return wrapRaw(st, spec, plan, nil, path, argv, env)
+				}, nil
+			case launcherChoice(o.Launcher) == LauncherRaw:
+				return nil, err
+			}
+			// Otherwise the trampoline does without the shared user
+			// namespace.
+		}
 		return func(path string, argv, env []string) (*runner.Wrapped, error) {
 			return wrapNS(exe, spec, plan, path, argv, env)
 		}, nil
@@ -87,6 +114,34 @@ func egressNote(refused []string) string {
 		return ""
 	}
 	return "agentexec: the sandbox's network allowlist refused: " + strings.Join(refused, "; ")
+}
+
+// launcherChoice is the launcher asked for: launcher, or else the
+// environment's.
+func launcherChoice(launcher string) string {
+	if launcher == "" {
+		return os.Getenv(LauncherEnv)
+	}
+	return launcher
+}
+
+// useRaw says whether the namespaced launch goes through the in-process
+// launcher (built for linux/amd64).
+func useRaw(launcher string) (bool, error) {
+	launcher = launcherChoice(launcher)
+	possible := rawAvailable
+	switch launcher {
+	case "":
+		return possible, nil
+	case LauncherTrampoline:
+		return false, nil
+	case LauncherRaw:
+		if !possible {
+			return false, fmt.Errorf("sandbox: launcher %q: %w; use %q", launcher, errRawUnavailable, LauncherTrampoline)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("sandbox: unknown launcher %q; the launchers are %q and %q", launcher, LauncherRaw, LauncherTrampoline)
 }
 
 // forceFallback makes Wrapper use the fallback without namespaces (tests
