@@ -377,7 +377,7 @@ func TestStatus(t *testing.T) {
 			t.Errorf("%s does not say what its absence leaves open", l.Name)
 		}
 	}
-	if strings.Join(names, ",") != "namespaces,capabilities,landlock,seccomp,memory cgroup,pids cgroup,rlimits,bubblewrap" {
+	if strings.Join(names, ",") != "namespaces,capabilities,landlock,seccomp,memory cgroup,pids cgroup,rlimits,bubblewrap,cgroup limits,outer runtime" {
 		t.Errorf("layers %v", names)
 	}
 }
