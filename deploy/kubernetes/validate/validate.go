@@ -32,6 +32,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -79,6 +80,7 @@ var kinds = map[string]func() any{
 	"apps/v1/Deployment":                                 func() any { return new(appsv1.Deployment) },
 	"v1/Service":                                         func() any { return new(corev1.Service) },
 	"v1/PersistentVolumeClaim":                           func() any { return new(corev1.PersistentVolumeClaim) },
+	"networking.k8s.io/v1/NetworkPolicy":                 func() any { return new(networkingv1.NetworkPolicy) },
 	"agents.x-k8s.io/v1beta1/Sandbox":                    func() any { return new(sandboxv1beta1.Sandbox) },
 	"extensions.agents.x-k8s.io/v1beta1/SandboxTemplate": func() any { return new(extv1beta1.SandboxTemplate) },
 	"extensions.agents.x-k8s.io/v1beta1/SandboxWarmPool": func() any { return new(extv1beta1.SandboxWarmPool) },
@@ -243,6 +245,40 @@ func Check(objs []Object) []error {
 		case *extv1beta1.SandboxClaim:
 			if !pools[v.Spec.WarmPoolRef.Name] {
 				fail(o, "spec.warmPoolRef.name %q names no SandboxWarmPool of these manifests", v.Spec.WarmPoolRef.Name)
+			}
+		case *networkingv1.NetworkPolicy:
+			var target *served
+			for i := range servers {
+				if labelsMatch(v.Spec.PodSelector.MatchLabels, servers[i].labels) {
+					target = &servers[i]
+				}
+			}
+			if target == nil {
+				fail(o, "spec.podSelector %v selects no agentexec pod of these manifests", v.Spec.PodSelector.MatchLabels)
+				continue
+			}
+			if !slices.Contains(v.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+				fail(o, "spec.policyTypes must hold Ingress")
+			}
+			for i, rule := range v.Spec.Ingress {
+				if len(rule.From) == 0 {
+					fail(o, "ingress[%d] admits every source: name the clients (from)", i)
+				}
+				for _, f := range rule.From {
+					if f.IPBlock != nil && (f.IPBlock.CIDR == "0.0.0.0/0" || f.IPBlock.CIDR == "::/0") {
+						fail(o, "ingress[%d] admits every address", i)
+					}
+				}
+				if len(rule.Ports) == 0 {
+					fail(o, "ingress[%d] opens every port: name agentexec's", i)
+				}
+				for _, p := range rule.Ports {
+					if p.Port == nil {
+						fail(o, "ingress[%d] opens every port: name agentexec's", i)
+					} else if _, ok := resolvePort(*p.Port, target.ports); !ok {
+						fail(o, "ingress[%d] port %s is not agentexec's", i, p.Port.String())
+					}
+				}
 			}
 		case *corev1.Service:
 			var target *served

@@ -43,7 +43,7 @@ func TestManifests(t *testing.T) {
 	for _, o := range all {
 		kinds = append(kinds, o.Kind)
 	}
-	for _, want := range []string{"SandboxTemplate", "SandboxWarmPool", "SandboxClaim", "Deployment", "Service", "PersistentVolumeClaim"} {
+	for _, want := range []string{"SandboxTemplate", "SandboxWarmPool", "SandboxClaim", "Deployment", "Service", "PersistentVolumeClaim", "NetworkPolicy"} {
 		if !slices.Contains(kinds, want) {
 			t.Errorf("no %s among the manifests (%v)", want, kinds)
 		}
@@ -101,6 +101,8 @@ func TestRejects(t *testing.T) {
 		{"read-only workspace", dep, "mountPath: /workspace\n", "mountPath: /workspace\n              readOnly: true\n", "workspace /workspace must be a writable volume"},
 		{"mount of nothing", tmpl, "        name: workspace\n      spec:", "        name: work\n      spec:", `mounts "workspace", which is neither`},
 		{"grace beyond the termination grace", dep, `"--grace", "20s"`, `"--grace", "45s"`, "is not below terminationGracePeriodSeconds"},
+		{"policy open to all", "../deployment/networkpolicy.yaml", "    - from:\n        - podSelector:\n            matchLabels:\n              agentexec-client: \"true\"\n      ports:", "    - ports:", "admits every source"},
+		{"policy on another port", "../deployment/networkpolicy.yaml", "port: mcp", "port: 22", "port 22 is not agentexec's"},
 		{"sidecar that is a plain init container", car, "          restartPolicy: Always\n", "", "native sidecar"},
 		{"no agentexec container", dep, "        - name: agentexec\n", "        - name: agentexec2\n", `no container named "agentexec"`},
 	} {
@@ -120,6 +122,14 @@ func TestRejects(t *testing.T) {
 			var msgs []string
 			if err != nil {
 				msgs = append(msgs, err.Error())
+			}
+			if strings.HasSuffix(c.file, "networkpolicy.yaml") {
+				// The policy is checked against the pods it guards.
+				pods, err := LoadFile(dep)
+				if err != nil {
+					t.Fatal(err)
+				}
+				objs = append(objs, pods...)
 			}
 			for _, e := range Check(objs) {
 				msgs = append(msgs, e.Error())
