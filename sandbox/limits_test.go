@@ -351,3 +351,26 @@ func FuzzCgroupLimits(f *testing.F) {
 		_ = l.String()
 	})
 }
+
+// BenchmarkStatusExtras: what the two layers added to sandbox status cost
+// (a metrics scrape may read them), beside reading /proc/self/cgroup
+// alone as the baseline.
+func BenchmarkStatusExtras(b *testing.B) {
+	b.Run("baseline-read-proc-self-cgroup", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := os.ReadFile("/proc/self/cgroup"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ReadCgroupLimits", func(b *testing.B) {
+		for b.Loop() {
+			ReadCgroupLimits()
+		}
+	})
+	b.Run("DetectRuntime", func(b *testing.B) {
+		for b.Loop() {
+			DetectRuntime()
+		}
+	})
+}
