@@ -25,7 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	Main()
-	proctest.RunHelpers(map[string]proctest.Helper{"net": helperNet, "files": helperFiles, "spawn": helperSpawn, "try": helperTry})
+	proctest.RunHelpers(map[string]proctest.Helper{"net": helperNet, "files": helperFiles, "spawn": helperSpawn, "try": helperTry, "nested": helperNested})
 	goleak.VerifyTestMain(m)
 }
 

@@ -3,11 +3,17 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentexec/agentexec/capture"
+	"github.com/agentexec/agentexec/internal/proctest"
+	"github.com/agentexec/agentexec/runner"
 )
 
 // TestEscapeSecretVolume: a secret laid out as Kubernetes mounts a Secret
@@ -66,5 +72,59 @@ cat %[1]s/other`, mount))
 				t.Errorf("a file beside the hidden one became unreadable:\n%s", o)
 			}
 		})
+	}
+}
+
+// helperNested runs inside a sandbox, as agentexec runs inside a pod whose
+// seccomp profile refuses new namespaces: it prints what the probe and
+// status find, then runs a command under a best-effort workspace-write
+// spec for the workspace args[0].
+func helperNested(args []string) int {
+	ws := args[0]
+	fmt.Printf("userns=%v\n", Probe().UserNS)
+	for _, l := range Status() {
+		if l.Name == "namespaces" {
+			fmt.Printf("namespaces=%s\n", l.State)
+		}
+	}
+	s, err := Profile("workspace-write", ProfileOptions{Workspace: ws, Cache: "-", BestEffort: true})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Printf("label=%s\n", s.Label())
+	w, err := s.Wrapper(Options{})
+	if err != nil {
+		fmt.Printf("wrapper: %v\n", err)
+		return 1
+	}
+	res, err := runner.Run(context.Background(), runner.Spec{
+		Command: "echo inside > nested.txt && echo wrote; touch /usr/agentexec-nested 2>/dev/null || echo usr: denied; echo $AGENTEXEC_SANDBOX",
+		Dir:     ws, Env: runner.SafeEnv(), Wrap: w, Timeout: 20 * time.Second, Combined: capture.Limit{Max: 1 << 16},
+	})
+	if err != nil {
+		fmt.Printf("run: %v\n", err)
+		return 1
+	}
+	fmt.Print(out(res))
+	return 0
+}
+
+// TestEscapeNestedFallback: inside the sandbox (whose seccomp filter
+// refuses new namespaces, as a pod's RuntimeDefault profile does for a
+// non-root user) the probe measures that namespaces are refused, status
+// says they are missing, and a best-effort profile runs on Landlock and
+// seccomp, its label naming what was skipped.
+func TestEscapeNestedFallback(t *testing.T) {
+	ws, s := boxed(t, "workspace-write")
+	argv, helper := proctest.HelperArgv(t, "nested", ws)
+	o := out(run(t, s, ws, strings.Join(quoteAll(argv), " ")+" 2>&1", helper))
+	for _, want := range []string{"userns=false\n", "namespaces=missing\n", "label=workspace-write (best effort; skipped: namespaces cannot be created", "wrote\n", "usr: denied\n", "workspace-write\n"} {
+		if !strings.Contains(o, want) {
+			t.Errorf("missing %q in:\n%s", want, o)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "nested.txt")); err != nil || string(b) != "inside\n" {
+		t.Errorf("the nested command's write: %q %v", b, err)
 	}
 }
