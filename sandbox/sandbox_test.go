@@ -25,7 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	Main()
-	proctest.RunHelpers(map[string]proctest.Helper{"net": helperNet, "files": helperFiles, "spawn": helperSpawn, "try": helperTry, "fds": helperFds})
+	proctest.RunHelpers(map[string]proctest.Helper{"net": helperNet, "files": helperFiles, "spawn": helperSpawn, "try": helperTry, "fds": helperFds, "nested": helperNested})
 	goleak.VerifyTestMain(m)
 }
 
@@ -394,7 +394,7 @@ func TestStatus(t *testing.T) {
 			t.Errorf("%s does not say what its absence leaves open", l.Name)
 		}
 	}
-	if strings.Join(names, ",") != "namespaces,capabilities,landlock,seccomp,network allowlist,memory cgroup,pids cgroup,rlimits,bubblewrap" {
+	if strings.Join(names, ",") != "namespaces,capabilities,landlock,seccomp,network allowlist,memory cgroup,pids cgroup,rlimits,bubblewrap,cgroup limits,outer runtime" {
 		t.Errorf("layers %v", names)
 	}
 }

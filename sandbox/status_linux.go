@@ -78,6 +78,7 @@ func Status() []Layer {
 // does, the escapes a missing layer leaves open, and the fix.
 func StatusOf(s *Spec) []Layer {
 	st := Probe()
+	rt := DetectRuntime()
 	root := os.Getuid() == 0
 	state := func(l *Layer, used bool) {
 		switch {
@@ -107,9 +108,21 @@ func StatusOf(s *Spec) []Layer {
 	ll := Layer{Name: "landlock", Available: st.LandlockABI >= 6, Detail: fmt.Sprintf("ABI %d", st.LandlockABI),
 		Open: "without namespaces, writes anywhere the user may write and reads of hidden secrets; abstract Unix sockets and signals to outside processes; TCP bind/connect under network-off profiles"}
 	switch {
+	case st.LandlockABI == 0 && rt.GVisor:
+		ll.Detail = "not implemented by gVisor (landlock_create_ruleset: " + rt.LandlockErrno.Error() + "); gVisor confines the pod as a whole instead: see \"outer runtime\""
+		ll.Fix = "for per-command filesystem rules inside the pod, run it with runc (Linux 6.12 or later) instead of gVisor; or keep gVisor's pod-level boundary and give the pod nothing it must hide from its commands"
 	case st.LandlockABI == 0:
 		ll.Detail = "not enabled in this kernel"
-		ll.Fix = "use Linux 6.12 or later with CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter"
+		switch rt.LandlockErrno {
+		case syscall.ENOSYS:
+			ll.Detail = "the Landlock system calls do not exist here (ENOSYS): a kernel before 5.13 or built without Landlock, or a container seccomp profile that refuses them"
+		case syscall.EOPNOTSUPP:
+			ll.Detail = "built into this kernel but not enabled at boot (EOPNOTSUPP)"
+		case 0:
+		default:
+			ll.Detail = "landlock_create_ruleset failed: " + rt.LandlockErrno.Error() + " (a container seccomp profile may refuse it)"
+		}
+		ll.Fix = "use Linux 6.12 or later with CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter; in a container, a seccomp profile that allows the landlock_* system calls (containerd's and Docker's recent defaults do)"
 	case st.LandlockABI < 6:
 		ll.Detail += ": filesystem only; network needs ABI 4 and scoping ABI 6"
 		ll.Fix = "upgrade the kernel to Linux 6.12 or later"
@@ -186,7 +199,50 @@ func StatusOf(s *Spec) []Layer {
 		bw.Fix = "apt-get install bubblewrap"
 	}
 	state(&bw, false)
-	return append(layers, bw)
+	layers = append(layers, bw)
+	return append(layers, limitsLayer(ReadCgroupLimits()), runtimeLayer(rt))
+}
+
+// limitsLayer describes the limits of agentexec's own cgroup (a pod's
+// resources.limits), which bound it and all its commands together.
+func limitsLayer(l CgroupLimits) Layer {
+	ly := Layer{Name: "cgroup limits", Available: l.Any(),
+		Detail: "limits of agentexec's own cgroup (the pod's or unit's), for it and all its commands together: " + l.String(),
+		Open:   "commands together may use all of the machine's memory, CPU time and process slots (each command's own limits from its profile still apply)",
+		Fix:    "set resources.limits (memory and cpu) in the pod spec and the kubelet's podPidsLimit; outside Kubernetes, run agentexec in a systemd unit or scope with MemoryMax=, CPUQuota= and TasksMax="}
+	switch l.Version {
+	case 0:
+		ly.Detail = "no cgroup limit file is readable (no cgroup file system mounted at " + cgroupRoot + ")"
+	case 1:
+		ly.Detail += " (cgroup v1, " + l.Path + ")"
+	default:
+		ly.Detail += " (cgroup v2, " + l.Path + ")"
+	}
+	if len(l.Problems) > 0 {
+		ly.Detail += "; unreadable: " + strings.Join(l.Problems, "; ")
+	}
+	ly.State = "missing"
+	if ly.Available {
+		ly.State = "used"
+	}
+	return ly
+}
+
+// runtimeLayer says what a user-space kernel around agentexec's container
+// provides, and what it does not.
+func runtimeLayer(r OuterRuntime) Layer {
+	if !r.GVisor {
+		return Layer{Name: "outer runtime", State: "missing",
+			Detail: "no user-space kernel (gVisor) detected: commands share the kernel of the machine (or VM) agentexec runs on",
+			Open:   "a kernel exploit in a command reaches that kernel: the layers above are the only boundary",
+			Fix:    "on Kubernetes, run the pod with runtimeClassName: gvisor (or a VM runtime such as Kata Containers) where the cluster offers one"}
+	}
+	return Layer{Name: "outer runtime", Available: true, State: "used",
+		Open: "without it, a kernel exploit in a command reaches the host's kernel",
+		Detail: "gVisor (" + strings.Join(r.Evidence, "; ") + "): a kernel in user space answers every system call of the pod, so commands never reach the host's kernel " +
+			"(its exploits, /proc and /sys, device nodes), the pod's network goes through gVisor's own stack, and the pod's cgroup limits bound everything. " +
+			"It is the boundary between the pod and the host, not between the commands and agentexec inside the pod: where Landlock and namespaces are missing, " +
+			"commands may read and write what agentexec's user may inside the pod (the workspace, the mounted token, the audit log)"}
 }
 
 // tryNamespaces starts true(1) in the namespaces of a network-off run.

@@ -407,9 +407,23 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/d
 // by entry around hidden ones), read-write paths, and the usual devices.
 func planRules(s *Spec) []PathRule {
 	var rules []PathRule
-	hidden := make([]string, 0, len(s.Hidden))
+	// A hidden path is hidden under its own path and the one links lead
+	// to (a Kubernetes Secret's file is a link into a ..data directory).
+	hidden := make([]string, 0, 2*len(s.Hidden))
 	for _, h := range s.Hidden {
 		hidden = append(hidden, filepath.Clean(h))
+		if r := real(h); r != filepath.Clean(h) {
+			hidden = append(hidden, r)
+		}
+	}
+	// holds reports whether p is or contains a hidden path.
+	holds := func(p string) bool {
+		for _, h := range hidden {
+			if within(h, p) {
+				return true
+			}
+		}
+		return false
 	}
 	add := func(p string, write bool) {
 		fi, err := os.Stat(p)
@@ -431,6 +445,12 @@ func planRules(s *Spec) []PathRule {
 		}
 		fi, err := os.Lstat(p)
 		if err != nil {
+			return
+		}
+		// A rule is set on what a link leads to: a link to a hidden path,
+		// or to a directory holding one, gets none (its target is granted,
+		// entry by entry, under its own path).
+		if fi.Mode()&os.ModeSymlink != 0 && holds(real(p)) {
 			return
 		}
 		if !inside || !fi.IsDir() || depth > 32 {

@@ -72,6 +72,14 @@ var readmeSkipped = map[string]string{
 	"agentexec jobs logs ID -f": "ID stands for a job id; the test runs them with the ids of the jobs the README started",
 	"agentexec jobs kill ID":    "ID stands for a job id; the test runs them with the ids of the jobs the README started",
 	"agentexec jobs rm ID":      "ID stands for a job id; the test runs them with the ids of the jobs the README started",
+
+	// Deploying: Docker, Kubernetes and a checkout.
+	"docker build -t agentexec .": "needs Docker and its daemon (deploy/image's test checks the image without them)",
+	`docker run --rm -p 8765:8765 -v "$PWD/token:/var/run/secrets/agentexec/token:ro" -v "$PWD:/workspace" agentexec`: "needs Docker, its daemon and the image",
+	"cd deploy/image && go run . -o /tmp/agentexec-oci -tar /tmp/agentexec.tar":                                       "runs in a checkout; .ci/run runs deploy/image's test, which builds the same",
+	"kubectl exec deploy/agentexec -- agentexec sandbox status":                                                       "needs a Kubernetes cluster running the manifests",
+	`kubectl create secret generic agentexec-token --from-literal=token="$(openssl rand -hex 32)"`:                    "needs a Kubernetes cluster",
+	"kubectl apply -f deploy/kubernetes/deployment/":                                                                  "needs a Kubernetes cluster (.ci/run validates the manifests without one)",
 }
 
 // readmeCommand is one command of a ```sh block, with the exit status its

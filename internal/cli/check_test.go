@@ -256,7 +256,8 @@ func TestSandboxFlags(t *testing.T) {
 		t.Errorf("call --sandbox no-network: %d %q", code, stdout)
 	}
 	code, stdout, _ = runCLIStdin(t, "", "sandbox", "status")
-	if code != 0 || !strings.Contains(stdout, "landlock") || !strings.Contains(stdout, "profile strict") {
+	if code != 0 || !strings.Contains(stdout, "landlock") || !strings.Contains(stdout, "profile strict") ||
+		!strings.Contains(stdout, "cgroup limits") || !strings.Contains(stdout, "outer runtime") {
 		t.Errorf("status: %d %q", code, stdout)
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentexec/agentexec/config"
 	"github.com/agentexec/agentexec/egress"
-
 	"github.com/agentexec/agentexec/runner"
 	"github.com/agentexec/agentexec/sandbox"
 	"github.com/spf13/cobra"
@@ -45,11 +44,20 @@ func newSandboxCmd(stdout io.Writer) *cobra.Command {
 					fmt.Fprintf(stdout, "%-28s %-10s fix: %s\n", "", "", l.Fix)
 				}
 			}
+			// With best_effort (the container image's configuration), a
+			// profile whose layers are missing runs without them: say so.
+			bestEffort := false
+			if cfg, err := config.Load(config.Options{}); err == nil {
+				bestEffort = cfg.Sandbox.BestEffort
+			}
 			for _, p := range sandbox.Profiles {
 				spec, _ := sandbox.Profile(p, sandbox.ProfileOptions{Workspace: "/"})
 				state := "can run"
 				if missing := spec.Missing(); len(missing) > 0 {
 					state = "cannot run: " + missing[0]
+					if bestEffort {
+						state = "runs best effort (best_effort = true) without: " + strings.Join(missing, "; ")
+					}
 				}
 				fmt.Fprintf(stdout, "profile %-20s %s\n", p, state)
 			}

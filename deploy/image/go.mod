@@ -1,0 +1,3 @@
+module github.com/agentexec/agentexec/deploy/image
+
+go 1.26.0
