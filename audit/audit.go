@@ -32,6 +32,9 @@ type Event struct {
 	CallID       string    `json:"call_id,omitempty"`
 	Tool         string    `json:"tool"`
 	Conversation string    `json:"conversation,omitempty"`
+	// TraceID is the OpenTelemetry trace the call was served in (32 hex
+	// digits), when tracing is on: it joins this line to the trace.
+	TraceID string `json:"trace_id,omitempty"`
 	// What would run: a shell command, or an argv.
 	Command    string   `json:"command,omitempty"`
 	Argv       []string `json:"argv,omitempty"`
