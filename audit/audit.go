@@ -212,13 +212,16 @@ func (a *File) rotate() error {
 	return nil
 }
 
-// Close closes the log; later writes fail.
+// Close flushes the log to stable storage (fsync: the last events of a
+// server that stops survive the machine going down) and closes it; later
+// writes fail.
 func (a *File) Close() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.f == nil {
 		return nil
 	}
+	a.f.Sync()
 	err := a.f.Close()
 	a.f = nil
 	return err

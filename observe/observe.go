@@ -175,14 +175,6 @@ func (ob *Observer) TraceID(ctx context.Context) string {
 	return traceID(ctx)
 }
 
-// Refused counts a call refused before it reached the registry (a limit
-// of the server): outcome denied.
-func (ob *Observer) Refused(name string) {
-	if ob.m != nil {
-		ob.m.commands.WithLabelValues(ob.toolLabel(name), tool.OutcomeDenied).Inc()
-	}
-}
-
 // MetricsHandler serves the metrics in the Prometheus text format; nil
 // without Options.Metrics.
 func (ob *Observer) MetricsHandler() http.Handler {
@@ -192,27 +184,21 @@ func (ob *Observer) MetricsHandler() http.Handler {
 	return ob.m.handler()
 }
 
-// ServeMetrics serves GET /metrics on addr (host:port) until ctx is done.
-// ready, if set, is called with the bound address once it listens.
-func (ob *Observer) ServeMetrics(ctx context.Context, addr string, ready func(net.Addr)) error {
+// ServeMetrics serves GET /metrics on ln until ctx is done, then closes
+// it.
+func (ob *Observer) ServeMetrics(ctx context.Context, ln net.Listener) error {
 	if ob.m == nil {
+		ln.Close()
 		return errors.New("observe: metrics are off (Options.Metrics)")
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("observe: metrics listener: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", ob.m.handler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	if ready != nil {
-		ready(ln.Addr())
-	}
 	select {
 	case err := <-errc:
-		return err
+		return fmt.Errorf("observe: metrics listener: %w", err)
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

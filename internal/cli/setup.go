@@ -33,6 +33,7 @@ type setupOptions struct {
 	auditFail  bool
 	sandbox    string
 	secrets    []string // files sandboxed commands must never see (a token file)
+	observe    observeFlags
 }
 
 func (o *setupOptions) addPolicyFlags(f *pflag.FlagSet) {
