@@ -3,6 +3,7 @@ package observe
 import (
 	"net/http"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/agentexec/agentexec/policy"
@@ -73,14 +74,14 @@ func newMetrics(o Options) *metrics {
 	}, count(o.Sessions))
 	layers := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "agentexec_sandbox_layer_available",
-		Help: "1 when this system offers the sandbox layer, 0 when it is missing.",
+		Help: "1 when this system offers the sandbox layer (named as in `agentexec sandbox status`, spaces as underscores), 0 when it is missing.",
 	}, []string{"layer"})
 	for name, ok := range o.Layers {
 		v := 0.0
 		if ok {
 			v = 1
 		}
-		layers.WithLabelValues(name).Set(v)
+		layers.WithLabelValues(strings.ReplaceAll(name, " ", "_")).Set(v)
 	}
 	version := o.Version
 	if version == "" {
