@@ -22,6 +22,40 @@ import (
 // Observer.
 const rpcIDHeader = "X-Agentexec-Rpc-Id"
 
+// metaRPCID is the params._meta key under which the stdio connection
+// hands a request's JSON-RPC id to the request's observer (the SDK keeps
+// the id to itself). It is set, replacing any value a client sent, on
+// every request when the registry has an Observer, and removed before the
+// request is served.
+const metaRPCID = "io.agentexec/jsonrpc-id"
+
+// tagRPCID returns params (a JSON object, or empty) with id under
+// params._meta[metaRPCID]. Params that are not an object are returned as
+// they are, for the SDK to refuse.
+func tagRPCID(params json.RawMessage, id string) json.RawMessage {
+	var p map[string]json.RawMessage
+	if len(bytes.TrimSpace(params)) == 0 {
+		p = map[string]json.RawMessage{}
+	} else if json.Unmarshal(params, &p) != nil || p == nil {
+		return params
+	}
+	var meta map[string]json.RawMessage
+	if raw, ok := p["_meta"]; ok {
+		if json.Unmarshal(raw, &meta) != nil || meta == nil {
+			return params
+		}
+	} else {
+		meta = map[string]json.RawMessage{}
+	}
+	meta[metaRPCID], _ = json.Marshal(id)
+	p["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(p)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
 // observeRequests is the receiving middleware that tells the registry's
 // Observer about each MCP request (notifications are not requests): it
 // opens the request's span, with its parent from params._meta, and closes
@@ -36,6 +70,12 @@ func (s *Server) observeRequests(obs tool.Observer) mcp.Middleware {
 			info := tool.RequestInfo{Method: method, Transport: "pipe"}
 			if p := req.GetParams(); !isNil(p) {
 				info.Meta = p.GetMeta()
+				if id, ok := info.Meta[metaRPCID].(string); ok {
+					// Put there by the stdio connection; the tools never
+					// see it.
+					info.ID = id
+					delete(info.Meta, metaRPCID)
+				}
 				if ct, ok := p.(*mcp.CallToolParamsRaw); ok {
 					info.Tool = ct.Name
 				}

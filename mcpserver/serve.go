@@ -37,7 +37,7 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 // socket, the client closing its reading end is noticed even while no
 // message is being written.
 func (s *Server) ServeIO(ctx context.Context, in io.ReadCloser, out io.Writer) error {
-	return s.ServeTransport(ctx, &lineTransport{in: in, out: out, max: s.o.MaxLineBytes, hook: func(c *lineConn) {
+	return s.ServeTransport(ctx, &lineTransport{in: in, out: out, max: s.o.MaxLineBytes, tagIDs: s.h.Registry.Observer != nil, hook: func(c *lineConn) {
 		if f, ok := out.(*os.File); ok {
 			go watchHangup(f, c.closed, c.hangup)
 		}

@@ -74,7 +74,7 @@ type fixture struct {
 
 // setup serves a host over HTTP with metrics and/or traces on (traces to
 // an in-memory exporter).
-func setup(t testing.TB, token string, metrics, traces bool) *fixture {
+func setup(t testing.TB, token string, metrics, traces bool, adjust ...func(*observe.Options)) *fixture {
 	t.Helper()
 	cfg, err := config.Parse("test.toml", testConfig(token))
 	if err != nil {
@@ -98,6 +98,9 @@ func setup(t testing.TB, token string, metrics, traces bool) *fixture {
 		if traces {
 			f.exp = tracetest.NewInMemoryExporter()
 			o.Exporter = f.exp
+		}
+		for _, a := range adjust {
+			a(&o)
 		}
 		if f.obs, err = observe.New(context.Background(), o); err != nil {
 			t.Fatal(err)
