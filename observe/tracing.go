@@ -169,24 +169,25 @@ func (t *tracing) startRun(ctx context.Context, toolName string, req policy.Requ
 	ctx, span := t.tracer.Start(ctx, "process "+toolName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	return ctx, func(res *tool.Result) {
 		outcome := tool.Outcome(res)
-		span.SetAttributes(attribute.String(AttrOutcome, outcome))
+		end := make([]attribute.KeyValue, 0, 9)
+		end = append(end, attribute.String(AttrOutcome, outcome))
 		if ri := res.Run; ri != nil {
-			span.SetAttributes(
+			end = append(end,
 				attribute.Int("process.pid", ri.Pid),
 				attribute.Bool(AttrTimedOut, ri.Outcome == "timed out"),
 				attribute.Bool(AttrTruncated, ri.Truncated),
 			)
 			if ri.Outcome == "exited" || ri.Outcome == "signaled" || ri.Outcome == "timed out" || ri.Outcome == "cancelled" {
-				span.SetAttributes(attribute.Int("process.exit.code", ri.ExitCode))
+				end = append(end, attribute.Int("process.exit.code", ri.ExitCode))
 			}
 			if ri.Signal != 0 {
-				span.SetAttributes(attribute.Int(AttrSignal, ri.Signal))
+				end = append(end, attribute.Int(AttrSignal, ri.Signal))
 			}
 			if ri.Sandbox != "" {
-				span.SetAttributes(attribute.String(AttrSandbox, ri.Sandbox))
+				end = append(end, attribute.String(AttrSandbox, ri.Sandbox))
 			}
 			if ri.JobID != "" {
-				span.SetAttributes(attribute.String(AttrJobID, ri.JobID))
+				end = append(end, attribute.String(AttrJobID, ri.JobID))
 			}
 		}
 		switch outcome {
@@ -198,9 +199,10 @@ func (t *tracing) startRun(ctx context.Context, toolName string, req policy.Requ
 			if kind == "" {
 				kind = outcome
 			}
-			span.SetAttributes(attribute.String("error.type", kind))
+			end = append(end, attribute.String("error.type", kind))
 			span.SetStatus(codes.Error, outcome)
 		}
+		span.SetAttributes(end...)
 		span.End()
 	}
 }
