@@ -90,14 +90,16 @@ func New(ctx context.Context, o Options) (*Observer, error) {
 	return ob, nil
 }
 
-// TracesWanted reports whether the environment asks for traces: an OTLP
-// endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT or
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) and OTEL_SDK_DISABLED is not true.
-func TracesWanted(getenv func(string) string) bool {
+// TracesWanted reports whether traces are to be exported: forced (the
+// --otel flag or the configuration), or an OTLP endpoint set in the
+// environment (OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); never when OTEL_SDK_DISABLED is
+// true, the standard switch that turns OpenTelemetry off.
+func TracesWanted(forced bool, getenv func(string) string) bool {
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return false
 	}
-	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+	return forced || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
 // toolLabel is name when the registry has it, else "unknown".

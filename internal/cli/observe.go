@@ -40,7 +40,7 @@ func (p *observeFlags) setup(cmd *cobra.Command, h *host.Host, stderr io.Writer)
 	if cmd.Flags().Changed("metrics-listen") {
 		listen = p.metricsListen
 	}
-	traces := p.otel || sc.Otel || observe.TracesWanted(os.Getenv)
+	traces := observe.TracesWanted(p.otel || sc.Otel, os.Getenv)
 	if listen == "" && !traces {
 		return nil
 	}
