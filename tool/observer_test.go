@@ -100,7 +100,9 @@ func TestObserverHooks(t *testing.T) {
 		return policy.Allowed
 	})
 	approve := func(ok bool, err error) tool.Approver {
-		return tool.ApproverFunc(func(context.Context, tool.ApprovalRequest) (tool.Approval, error) { return tool.Approval{Approved: ok}, err })
+		return tool.ApproverFunc(func(context.Context, tool.ApprovalRequest) (tool.Approval, error) {
+			return tool.Approval{Approved: ok}, err
+		})
 	}
 	cases := []struct {
 		name     string
