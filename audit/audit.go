@@ -34,6 +34,9 @@ type Event struct {
 	CallID       string    `json:"call_id,omitempty"`
 	Tool         string    `json:"tool"`
 	Conversation string    `json:"conversation,omitempty"`
+	// TraceID is the OpenTelemetry trace the call was served in (32 hex
+	// digits), when tracing is on: it joins this line to the trace.
+	TraceID string `json:"trace_id,omitempty"`
 	// What would run: a shell command, or an argv.
 	Command    string   `json:"command,omitempty"`
 	Argv       []string `json:"argv,omitempty"`
@@ -217,13 +220,16 @@ func (a *File) rotate() error {
 	return nil
 }
 
-// Close closes the log; later writes fail.
+// Close flushes the log to stable storage (fsync: the last events of a
+// server that stops survive the machine going down) and closes it; later
+// writes fail.
 func (a *File) Close() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.f == nil {
 		return nil
 	}
+	a.f.Sync()
 	err := a.f.Close()
 	a.f = nil
 	return err

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -160,6 +161,19 @@ type Server struct {
 	MaxCalls           int      `toml:"max_calls"`
 	MaxCallsPerSession int      `toml:"max_calls_per_session"`
 	SessionIdle        Duration `toml:"session_idle"`
+	// Grace is the time `serve` has, after SIGTERM, to end every call,
+	// session and job and flush the audit log (keep it under the 30 s
+	// Kubernetes gives a pod).
+	Grace Duration `toml:"grace"`
+	// MetricsListen is where `serve` serves Prometheus metrics (GET
+	// /metrics, a listener of its own); empty: off.
+	MetricsListen string `toml:"metrics_listen"`
+	// Otel exports traces over OTLP/HTTP even when no
+	// OTEL_EXPORTER_OTLP_ENDPOINT is set (the exporter's default
+	// endpoint is then used).
+	Otel bool `toml:"otel"`
+	// OtelRecordCommands puts each command's text on its span.
+	OtelRecordCommands bool `toml:"otel_record_commands"`
 }
 
 // Rule is one [[rules]] entry.
@@ -455,7 +469,7 @@ var known = map[string][]string{
 	"grants":           {"tools", "fs"},
 	"audit":            {"path", "max_size", "keep", "fail_closed"},
 	"jobs":             {"state_dir", "max_live", "max_live_total", "max_output"},
-	"server":           {"max_sessions", "max_calls", "max_calls_per_session", "session_idle"},
+	"server":           {"max_sessions", "max_calls", "max_calls_per_session", "session_idle", "grace", "metrics_listen", "otel", "otel_record_commands"},
 	"rules":            {"id", "action", "reason", "alternative", "executables", "prefix", "builtin", "cwd_roots", "env_keys", "tools", "must_match", "must_not_match"},
 }
 
@@ -578,6 +592,15 @@ func (c *Config) validate(text string) error {
 	}
 	if c.Audit.Keep < 0 {
 		return fail("audit.keep", "must not be negative")
+	}
+	if g := c.Server.Grace; g <= 0 || g <= c.Tools.Grace {
+		return fail("server.grace", "%s: must be positive and longer than tools.grace (%s), the time a command gets between SIGTERM and SIGKILL",
+			time.Duration(g), time.Duration(c.Tools.Grace))
+	}
+	if a := c.Server.MetricsListen; a != "" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fail("server.metrics_listen", "%q: give host:port (127.0.0.1:9464), or leave it empty to serve no metrics", a)
+		}
 	}
 	pol := policy.CommandPolicy{Allow: c.Tools.ShellExec.AllowExecutables, Deny: c.Tools.ShellExec.DenyExecutables}
 	if err := pol.Validate(); err != nil {

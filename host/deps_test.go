@@ -25,6 +25,8 @@ func TestImportDirection(t *testing.T) {
 		"github.com/BurntSushi/":           {"config"},
 		"github.com/modelcontextprotocol/": {"mcpserver"},
 		"github.com/creack/pty":            {"terminal"},
+		"github.com/prometheus/":           {"observe"},
+		"go.opentelemetry.io/":             {"observe"},
 	}
 	// layer: a package may import only packages of a lower layer.
 	layer := map[string]int{
@@ -33,7 +35,7 @@ func TestImportDirection(t *testing.T) {
 		"sandbox": 2, "terminal": 2,
 		"jobs": 3, "tool": 3,
 		"tool/exec": 4, "tool/bash": 4, "tool/execv": 4, "tool/shellexec": 4, "tool/jobtools": 4, "tool/unifiedexec": 4, "config": 4,
-		"host": 5, "mcpserver": 6, "internal/cli": 7, "cmd/agentexec": 8, "cmd/agentexec-sandbox": 8,
+		"host": 5, "observe": 5, "mcpserver": 6, "internal/cli": 7, "cmd/agentexec": 8, "cmd/agentexec-sandbox": 8,
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)

@@ -195,3 +195,17 @@ func (m *Manager) memoryOnly(conv string, seen map[string]bool) []*Info {
 	}
 	return out
 }
+
+// Live returns the number of jobs this Manager started (or is starting)
+// that have not ended, for a gauge. It does not read the state directory.
+func (m *Manager) Live() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, o := range m.own {
+		if !o.done {
+			n++
+		}
+	}
+	return n
+}

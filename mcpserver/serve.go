@@ -37,7 +37,7 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 // socket, the client closing its reading end is noticed even while no
 // message is being written.
 func (s *Server) ServeIO(ctx context.Context, in io.ReadCloser, out io.Writer) error {
-	return s.ServeTransport(ctx, &lineTransport{in: in, out: out, max: s.o.MaxLineBytes, hook: func(c *lineConn) {
+	return s.ServeTransport(ctx, &lineTransport{in: in, out: out, max: s.o.MaxLineBytes, tagIDs: s.h.Registry.Observer != nil, hook: func(c *lineConn) {
 		if f, ok := out.(*os.File); ok {
 			go watchHangup(f, c.closed, c.hangup)
 		}
@@ -111,7 +111,12 @@ func (o *HTTPOptions) tokens() []string {
 }
 
 // Handler returns the streamable HTTP handler: MCP at / (and /mcp), and
-// GET /healthz for orchestrators (no token needed). The SDK's DNS
+// for orchestrators, without a token (they reveal nothing): GET /livez
+// (200 while the process serves HTTP at all), GET /readyz (200 while it
+// takes calls; 503 with the reason once it drains or shuts down, or when
+// the audit log fails and audit.fail_closed refuses every call) and GET
+// /healthz (the same as /readyz, kept for older setups). While the server
+// drains (see Drain), every MCP request is refused with 503 and a reason. The SDK's DNS
 // rebinding protection stays on; beside it, requests with an absolute-form
 // URI (whose Host header Go would drop) and cross-origin browser requests
 // (an Origin that is not this server) are refused, as are Unix-socket
@@ -128,7 +133,14 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 		&mcp.StreamableHTTPOptions{SessionTimeout: o.SessionTimeout, Logger: s.o.Logger})
 	statelessHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
 		&mcp.StreamableHTTPOptions{Stateless: true, Logger: s.o.Logger})
+	observed := s.h.Registry.Observer != nil
 	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "agentexec is shutting down (it got SIGTERM): it takes no new requests, and the commands it runs are being ended; "+
+				"send this request to another agentexec server, or retry when this one is back", http.StatusServiceUnavailable)
+			return
+		}
 		if msg := checkRequestShape(r); msg != "" {
 			http.Error(w, msg, http.StatusForbidden)
 			return
@@ -157,6 +169,9 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, o.MaxBodyBytes)
+		if observed && r.Method == http.MethodPost {
+			peekRPCID(r)
+		}
 		// The tool handler learns the credential from here (a client's
 		// own value is replaced).
 		r.Header.Set(credentialHeader, cred)
@@ -205,11 +220,17 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 		mcpHandler.ServeHTTP(w, r)
 	})
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	health := func(w http.ResponseWriter, r *http.Request) {
 		if err := s.Health(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "ok\n")
+	}
+	mux.HandleFunc("GET /healthz", health)
+	mux.HandleFunc("GET /readyz", health)
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "ok\n")
 	})
@@ -293,9 +314,11 @@ var (
 func IsUnix(addr string) bool { return strings.HasPrefix(addr, "unix:") }
 
 // ListenAndServe serves HTTP on addr ("host:port", or "unix:PATH" for a
-// Unix socket created with mode 0600) until ctx is done, then shuts down
-// within grace: no new requests, running calls cancelled, background jobs
-// stopped. A TCP address needs a token of at least MinTokenBits, unless
+// Unix socket created with mode 0600) until ctx is done, then drains and
+// shuts down within grace: /readyz answers 503 and new requests are
+// refused with a reason at once, running calls are cancelled (their
+// process trees ended), interactive sessions closed and background jobs
+// stopped, and then the listener closes. A TCP address needs a token of at least MinTokenBits, unless
 // o.NoAuth is set and the address is loopback.
 func (s *Server) ListenAndServe(ctx context.Context, addr string, o HTTPOptions, grace time.Duration, ready func(net.Addr)) error {
 	tokens := o.tokens()
@@ -328,11 +351,15 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, o HTTPOptions,
 		return err
 	case <-ctx.Done():
 	}
+	// Draining: the listener stays open, so that probes see /readyz turn
+	// 503 and clients get a reason, while every call, session and job is
+	// ended within grace.
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	s.cancel() // calls end first, so that their streams can close
-	go hs.Shutdown(sctx)
-	s.Shutdown(sctx)
+	s.Drain()
+	s.Shutdown(sctx) // calls end first, so that their streams can close
+	// What is left of grace lets the last responses go out.
+	hs.Shutdown(sctx)
 	hs.Close()
 	<-errc
 	return nil

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentexec/agentexec/audit"
@@ -70,6 +71,8 @@ type Server struct {
 	secret []byte
 	log    *slog.Logger
 
+	// draining: the server takes no new requests (see Drain).
+	draining atomic.Bool
 	// ctx ends every call when the server shuts down.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -155,6 +158,9 @@ func New(h *host.Host, o Options) *Server {
 	if h.Egress != nil && h.Egress.Ask == nil {
 		h.Egress.Ask = s.askNetwork // on_unknown = "ask"
 	}
+	if obs := h.Registry.Observer; obs != nil {
+		s.srv.AddReceivingMiddleware(s.observeRequests(obs))
+	}
 	return s
 }
 
@@ -235,14 +241,14 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		case conv.sem <- struct{}{}:
 			defer func() { <-conv.sem }()
 		default:
-			return s.refuse(conv, name, "session_call_limit", fmt.Sprintf("too many calls are running in this session (the limit is %d, server.max_calls_per_session); wait for one to finish, "+
+			return s.refuse(ctx, conv, name, "session_call_limit", fmt.Sprintf("too many calls are running in this session (the limit is %d, server.max_calls_per_session); wait for one to finish, "+
 				"or use mode=\"background\" for long commands", s.o.MaxCalls)), nil
 		}
 		select {
 		case s.callSem <- struct{}{}:
 			defer func() { <-s.callSem }()
 		default:
-			return s.refuse(conv, name, "server_call_limit", fmt.Sprintf("too many calls are running on this agentexec server for all its clients (the limit is %d, server.max_calls); "+
+			return s.refuse(ctx, conv, name, "server_call_limit", fmt.Sprintf("too many calls are running on this agentexec server for all its clients (the limit is %d, server.max_calls); "+
 				"wait a moment and try again", s.o.MaxCallsTotal)), nil
 		}
 		// The call ends when the client cancels it, the session goes away,
@@ -304,16 +310,24 @@ func withHandle(r *mcp.CallToolResult, handle string) *mcp.CallToolResult {
 }
 
 // refuse answers a call refused by a limit, and records the refusal in the
-// audit log (a call that did not run is still a call).
-func (s *Server) refuse(se *session, name, rule, text string) *mcp.CallToolResult {
+// audit log and for the registry's observer (a call that did not run is
+// still a call).
+func (s *Server) refuse(ctx context.Context, se *session, name, rule, text string) *mcp.CallToolResult {
+	if obs := s.h.Registry.Observer; obs != nil {
+		obs.Ended(ctx, name, &tool.Result{Text: text, IsError: true, Kind: tool.KindPermissionDenied}, 0)
+	}
 	sink := s.h.Registry.Audit
 	if sink != nil {
 		var b [8]byte
 		rand.Read(b[:])
-		err := sink.Write(audit.Event{
+		ev := audit.Event{
 			Time: time.Now().UTC(), Type: audit.Denied, CallID: hex.EncodeToString(b[:]), Tool: name, Conversation: se.id,
 			Decision: "deny", Rule: rule, Reason: text, ErrorKind: "limit",
-		})
+		}
+		if obs := s.h.Registry.Observer; obs != nil {
+			ev.TraceID = obs.TraceID(ctx)
+		}
+		err := sink.Write(ev)
 		if err != nil && s.h.Registry.OnAuditError != nil {
 			s.h.Registry.OnAuditError(err)
 		}
@@ -348,12 +362,18 @@ func (w *watchedSink) lastError() error {
 	return w.err
 }
 
+// Drain makes the server refuse new requests (503 with a reason, over
+// HTTP) and report itself not ready (/readyz), while what runs goes on
+// until Shutdown ends it. It is the first thing a server does on SIGTERM,
+// so that a load balancer stops sending it work.
+func (s *Server) Drain() { s.draining.Store(true) }
+
 // Health says whether the server can serve calls: nil, or why not (it is
-// shutting down; the audit log cannot be written and audit.fail_closed
-// refuses every call).
+// draining or shutting down; the audit log cannot be written and
+// audit.fail_closed refuses every call).
 func (s *Server) Health() error {
-	if s.ctx.Err() != nil {
-		return errors.New("shutting down")
+	if s.draining.Load() || s.ctx.Err() != nil {
+		return errors.New("shutting down: this agentexec server takes no new calls (it got SIGTERM, or was stopped)")
 	}
 	if err := s.audit.lastError(); err != nil && s.h.Registry.FailClosed {
 		return fmt.Errorf("degraded: the audit log cannot be written (%v) and audit.fail_closed is set, so every call is refused", err)
@@ -422,11 +442,21 @@ func textResult(text string, isError bool) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
 }
 
-// Shutdown stops the server's work: every running call is cancelled (its
-// process tree ended), every background job started by this server is
-// stopped, and Shutdown waits for them until ctx is done.
+// Shutdown stops the server's work: it drains (see Drain), every running
+// call is cancelled (its process tree ended), every interactive session
+// closed and every background job started by this server stopped, all at
+// once, and Shutdown waits for the calls until ctx is done (jobs past ctx
+// are killed).
 func (s *Server) Shutdown(ctx context.Context) {
+	s.Drain()
 	s.cancel()
+	// Jobs and interactive sessions end at the same time as the calls,
+	// so that each has the whole of ctx's time.
+	var others sync.WaitGroup
+	others.Go(func() { s.h.Jobs.StopAll(ctx) })
+	if s.h.Sessions != nil {
+		others.Go(s.h.Sessions.Close)
+	}
 	done := make(chan struct{})
 	go func() { s.calls.Wait(); close(done) }()
 	select {
@@ -438,10 +468,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	for ss := range s.srv.Sessions() {
 		ss.Close()
 	}
-	s.h.Jobs.StopAll(ctx)
-	if s.h.Sessions != nil {
-		s.h.Sessions.Close()
-	}
+	others.Wait()
 }
 
 // argsHash binds an approval to the exact arguments it was asked for.

@@ -40,6 +40,10 @@ type lineConn struct {
 
 	idMu     sync.Mutex
 	inFlight map[string]bool // ids of requests not yet answered
+
+	// tagIDs puts each request's id in its params._meta under metaRPCID,
+	// for the request's observer (see observeRequests).
+	tagIDs bool
 }
 
 type lineOrErr struct {
@@ -160,6 +164,9 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if dup {
 				c.writeError(rawID(req.ID), jsonrpc.CodeInvalidRequest, fmt.Sprintf("request id %s is already used by a request still running; give every request its own id", rawID(req.ID)))
 				continue
+			}
+			if c.tagIDs {
+				req.Params = tagRPCID(req.Params, fmt.Sprint(rawID(req.ID)))
 			}
 		}
 		return msg, nil
@@ -347,11 +354,14 @@ type lineTransport struct {
 	max int
 	// hook, if set, gets the connection once made (to watch the output).
 	hook func(*lineConn)
+	// tagIDs: see lineConn.tagIDs.
+	tagIDs bool
 }
 
 // Connect makes the connection.
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := newLineConn(t.in, t.out, t.max)
+	c.tagIDs = t.tagIDs
 	if t.hook != nil {
 		t.hook(c)
 	}

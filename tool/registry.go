@@ -44,6 +44,9 @@ type Registry struct {
 	FailClosed bool
 	// OnAuditError, if set, is told about every audit write that failed.
 	OnAuditError func(error)
+	// Observer, if set, is told about every call (metrics, traces); nil
+	// costs nothing. Set it before dispatching.
+	Observer Observer
 
 	mu    sync.RWMutex
 	tools map[string]Tool
@@ -115,7 +118,18 @@ func (r *Registry) Names() []string {
 //     tool.call.finished.
 //
 // Refusals write tool.call.denied. Nothing runs unless step 4 is reached.
+// The registry's Observer, if any, is told about each step.
 func (r *Registry) Dispatch(ctx context.Context, call *Call, name string, input json.RawMessage) *Result {
+	if r.Observer == nil {
+		return r.dispatch(ctx, call, name, input)
+	}
+	start := time.Now()
+	res := r.dispatch(ctx, call, name, input)
+	r.Observer.Ended(ctx, name, res, time.Since(start))
+	return res
+}
+
+func (r *Registry) dispatch(ctx context.Context, call *Call, name string, input json.RawMessage) *Result {
 	if call == nil {
 		call = &Call{}
 	}
@@ -123,6 +137,9 @@ func (r *Registry) Dispatch(ctx context.Context, call *Call, name string, input 
 		call.ID = newCallID()
 	}
 	ev := audit.Event{CallID: call.ID, Tool: name, Conversation: call.Conversation}
+	if r.Observer != nil {
+		ev.TraceID = r.Observer.TraceID(ctx)
+	}
 
 	t, ok := r.Lookup(name)
 	if !ok {
@@ -172,8 +189,23 @@ func (r *Registry) Dispatch(ctx context.Context, call *Call, name string, input 
 	}
 	d := policy.CheckAll(req, checkers...)
 	ev.Decision, ev.Rule, ev.Reason = d.Verdict.String(), d.Rule, d.Reason
+	if r.Observer != nil {
+		r.Observer.Decided(ctx, name, d)
+	}
 	if d.Verdict == policy.Ask {
 		approved, why, err := r.ask(ctx, call, t.Name(), req, d)
+		if r.Observer != nil {
+			result := ApprovalApproved
+			switch {
+			case errors.Is(err, ErrApprovalPending):
+				result = ApprovalPending
+			case err != nil:
+				result = ApprovalError
+			case !approved:
+				result = ApprovalDeclined
+			}
+			r.Observer.Approval(ctx, name, result)
+		}
 		if errors.Is(err, ErrApprovalPending) {
 			return &Result{Text: "approval pending: " + d.Reason, IsError: true, Kind: KindApprovalPending, Decision: &d}
 		}
@@ -195,18 +227,29 @@ func (r *Registry) Dispatch(ctx context.Context, call *Call, name string, input 
 		res := Errorf(KindAudit, "refused: the audit log cannot be written (%v), and this server is configured to run nothing it cannot record", err)
 		return res
 	}
+	var ran func(*Result)
+	if r.Observer != nil {
+		ctx, ran = r.Observer.StartRun(ctx, name, req)
+	}
 	res = act.Run(ctx, call)
 	if res == nil {
 		res = Errorf(KindExecution, "tool %q returned no result", name)
+	}
+	if ran != nil {
+		ran(res)
 	}
 	res.Decision = &d
 	r.emit(call, audit.Finished, ev, res)
 	return res
 }
 
+// errNoApprover: the policy asks, and the call has no Approver.
+var errNoApprover = errors.New("tool: no one can approve this call")
+
 // ask puts an "ask" decision to the call's approver. It returns whether the
 // call may run and, if not, the refusal text; ErrApprovalPending when the
-// answer comes later.
+// answer comes later, and the approver's error (or errNoApprover) when no
+// answer could be had.
 func (r *Registry) ask(ctx context.Context, call *Call, toolName string, req policy.Request, d policy.Decision) (bool, string, error) {
 	if call.Approver == nil {
 		msg := fmt.Sprintf("permission denied: this call needs a person's approval (%s), and no one can be asked here. "+
@@ -214,14 +257,14 @@ func (r *Registry) ask(ctx context.Context, call *Call, toolName string, req pol
 		if rule := AllowRule(req, d); rule != "" {
 			msg = strings.TrimSuffix(msg, ".") + ", such as:\n\n" + rule
 		}
-		return false, msg, nil
+		return false, msg, errNoApprover
 	}
 	a, err := call.Approver.Approve(ctx, ApprovalRequest{Tool: toolName, Request: req, Decision: d})
 	switch {
 	case errors.Is(err, ErrApprovalPending):
 		return false, "", err
 	case err != nil:
-		return false, fmt.Sprintf("permission denied: approval could not be obtained (%v); the command did not run", err), nil
+		return false, fmt.Sprintf("permission denied: approval could not be obtained (%v); the command did not run", err), err
 	case !a.Approved:
 		msg := "permission denied: the user declined this command"
 		if a.Reason != "" {

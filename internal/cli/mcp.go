@@ -39,6 +39,7 @@ ended; background jobs end when agentexec exits.`,
 				return err
 			}
 			defer h.Close()
+			defer o.observe.start(stderr)()
 			ctx, _, stop := interruptible(cmd.Context())
 			defer stop()
 			err = s.ServeStdio(ctx)
@@ -61,13 +62,14 @@ func (o *setupOptions) addServerFlags(f *pflag.FlagSet, verbose *bool) {
 	o.addToolFlags(f)
 	o.addCallFlags(f)
 	f.BoolVar(verbose, "verbose", false, "log the server's diagnostics to stderr")
+	o.observe.add(f)
 }
 
 func newServeCmd(stderr io.Writer) *cobra.Command {
 	o := &setupOptions{}
 	var listen, tokenFile string
 	var verbose, noAuth bool
-	var grace time.Duration = 5 * time.Second
+	var grace time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the tools over MCP streamable HTTP",
@@ -81,8 +83,13 @@ its private runtime directory, and prints the client configuration line.
 --no-auth serves without a token, on loopback only (any local user could then
 run commands as you). --listen unix:PATH serves on a Unix socket of mode 0600
 instead, where the file's permissions admit only you (and root), so no token
-is needed. On SIGTERM or SIGINT it stops accepting requests, ends running
-commands and background jobs, flushes the audit log and exits within --grace.`,
+is needed. Probes need no token: GET /livez (alive), GET /readyz (ready for
+calls; 503 from the moment SIGTERM arrives) and GET /healthz. On SIGTERM or
+SIGINT it refuses new requests with a reason, ends every running command,
+interactive session and background job, flushes the audit log and exits 0
+within --grace. --metrics-listen serves Prometheus metrics on a listener of
+their own; traces go over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set
+or with --otel.`,
 		Example: `  agentexec serve
   agentexec serve --listen unix:$XDG_RUNTIME_DIR/agentexec.sock
   openssl rand -hex 32 > token; agentexec serve --listen 0.0.0.0:8765 --token-file token`,
@@ -118,6 +125,10 @@ commands and background jobs, flushes the audit log and exits within --grace.`,
 				return err
 			}
 			defer h.Close()
+			defer o.observe.start(stderr)()
+			if !cmd.Flags().Changed("grace") {
+				grace = time.Duration(h.Config.Server.Grace)
+			}
 			generated := ""
 			if len(tokens) == 0 && !noAuth && !unix {
 				generated = mcpserver.GenerateToken()
@@ -169,7 +180,7 @@ commands and background jobs, flushes the audit log and exits within --grace.`,
 	f.StringVar(&listen, "listen", "127.0.0.1:8765", "address to listen on: host:port, or unix:PATH for a Unix socket")
 	f.StringVar(&tokenFile, "token-file", "", "file of bearer tokens clients must send, one per line (default: $AGENTEXEC_TOKEN, else one is generated)")
 	f.BoolVar(&noAuth, "no-auth", false, "serve without a token (loopback only; every local user could then run commands as you)")
-	f.Var(durationFlag{&grace}, "grace", "time allowed for a clean shutdown")
+	f.Var(durationFlag{&grace}, "grace", "time allowed after SIGTERM to end every call, session and job and flush the audit log (default: server.grace, 10s)")
 	return cmd
 }
 
@@ -196,6 +207,10 @@ func (o *setupOptions) server(cmd *cobra.Command, stderr io.Writer, verbose bool
 	// are ended now, and recorded so.
 	if ended := h.Jobs.EndOrphans(cmd.Context()); len(ended) > 0 {
 		fmt.Fprintf(stderr, "agentexec: ended %d background job(s) left running by an agentexec process that died: %s\n", len(ended), strings.Join(ended, ", "))
+	}
+	if err := o.observe.setup(cmd, h, stderr); err != nil {
+		h.Close()
+		return nil, nil, err
 	}
 	sc := h.Config.Server
 	return h, mcpserver.New(h, mcpserver.Options{

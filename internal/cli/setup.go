@@ -34,6 +34,7 @@ type setupOptions struct {
 	sandbox    string
 	secrets    []string // files sandboxed commands must never see (a token file)
 	allowHosts []string // --allow-host
+	observe    observeFlags
 }
 
 // addNetworkFlags adds --allow-host (run, call, mcp, serve, tools and

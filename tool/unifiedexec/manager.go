@@ -419,3 +419,12 @@ func shorten(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// Live returns the number of live sessions (with starts in progress), for
+// a gauge.
+func (m *Manager) Live() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	all, _ := m.live("")
+	return all
+}
