@@ -59,7 +59,13 @@ reason = "touch changes files"
 // newHost builds a host from testConfig with its audit in memory.
 func newHost(t testing.TB, token string) (*host.Host, *audit.Memory) {
 	t.Helper()
-	cfg, err := config.Parse("test.toml", testConfig(token))
+	return newHostWith(t, token, "")
+}
+
+// newHostWith is newHost with extra appended to the configuration.
+func newHostWith(t testing.TB, token, extra string) (*host.Host, *audit.Memory) {
+	t.Helper()
+	cfg, err := config.Parse("test.toml", testConfig(token)+extra)
 	if err != nil {
 		t.Fatal(err)
 	}

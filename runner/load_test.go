@@ -39,9 +39,9 @@ func startCPULoad(t *testing.T, n int) (stop func()) {
 // read deadline after the main process exited lost the output of some of
 // these runs; none may be lost.
 func TestNoOutputLostUnderCPULoad(t *testing.T) {
-	n := 400
+	n := 200 // 400 took 60 to 90 s under the race detector on a loaded machine
 	if testing.Short() {
-		n = 150
+		n = 100
 	}
 	stop := startCPULoad(t, 4*runtime.NumCPU())
 	defer stop()

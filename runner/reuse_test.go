@@ -26,12 +26,12 @@ var stress = flag.Bool("stress", false, "run the stress tests at full size")
 // killed cgroups were retired, most echoes after the first SIGKILL'd tree
 // died of SIGKILL; CI's size catches that within the first few dozen runs.)
 func TestEndingATreeNeverKillsAnother(t *testing.T) {
-	n := 200 // 100 echoes
+	n := 120 // 60 echoes
 	switch {
 	case *stress:
 		n = 1000 // 500 echoes
 	case testing.Short():
-		n = 80
+		n = 60
 	}
 	for _, withCgroups := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cgroups=%v", withCgroups), func(t *testing.T) {

@@ -211,44 +211,50 @@ func TestKeepLeftovers(t *testing.T) {
 }
 
 // TestGraceThenKill checks that a command that ignores SIGTERM is killed
-// only once the grace period has passed. The timeout is short, so on a
-// loaded machine it can fire before the command has set up its SIGTERM
-// handling (it then dies of SIGTERM, which proves nothing); such a try is
-// made again with a longer timeout, up to a few times, and only a try in
-// which the command said it was ready counts.
+// only once the grace period has passed. The command is ended (by
+// cancellation) once it said it is ready, so its SIGTERM handling is in
+// place whatever the load: a fixed timeout raced the start of the helper,
+// which under the race detector on a loaded machine can take longer than
+// any short timeout.
 func TestGraceThenKill(t *testing.T) {
 	argv, helperEnv := proctest.HelperArgv(t, "ignoreterm")
 	for _, c := range []struct {
 		name string
 		spec Spec
 	}{
-		{"helper", Spec{Argv: argv, Env: []string{helperEnv}, Timeout: 300 * time.Millisecond, Grace: 300 * time.Millisecond}},
-		{"shell trap", Spec{Command: "trap '' TERM; echo ready; while :; do sleep 0.05; done", Env: []string{"PATH=" + DefaultPath}, Timeout: 200 * time.Millisecond, Grace: 200 * time.Millisecond}},
+		{"helper", Spec{Argv: argv, Env: []string{helperEnv}, Grace: 300 * time.Millisecond}},
+		{"shell trap", Spec{Command: "trap '' TERM; echo ready; while :; do sleep 0.05; done", Env: []string{"PATH=" + DefaultPath}, Grace: 200 * time.Millisecond}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for try := 1; ; try++ {
-				token := proctest.Token(t)
-				spec := c.spec
-				spec.Env = append(append([]string(nil), spec.Env...), token)
-				// Each try gives a loaded machine twice as long to start it.
-				spec.Timeout <<= try - 1
-				start := time.Now()
-				res := run(t, spec)
-				took := time.Since(start)
-				proctest.NoSurvivors(t, token)
-				if !strings.Contains(text(res.Stdout), "ready") {
-					if try < 5 {
-						continue
-					}
-					t.Fatalf("the command never got ready before its timeout in %d tries", try)
+			token := proctest.Token(t)
+			spec := c.spec
+			spec.Env = append(append([]string(nil), spec.Env...), token)
+			spec.Timeout = time.Minute // a bound, should the command never get ready
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var cancelled time.Time
+			var seen []byte
+			spec.OnOutput = func(_ Stream, p []byte) {
+				seen = append(seen, p...) // OnOutput calls never overlap
+				if cancelled.IsZero() && strings.Contains(string(seen), "ready\n") {
+					cancelled = time.Now()
+					cancel()
 				}
-				if !res.TimedOut() || res.Signal != int(syscall.SIGKILL) {
-					t.Fatalf("outcome %v signal %d; want timed out by SIGKILL", res.Outcome, res.Signal)
-				}
-				if least := spec.Timeout + spec.Grace; took < least {
-					t.Errorf("took %v: SIGKILL came before the grace period ended (%v)", took, least)
-				}
-				return
+			}
+			res, err := Run(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ended := time.Now()
+			proctest.NoSurvivors(t, token)
+			if cancelled.IsZero() {
+				t.Fatalf("the command never said it was ready: %s, stdout %q", res.Describe(), text(res.Stdout))
+			}
+			if !res.Cancelled() || res.Signal != int(syscall.SIGKILL) {
+				t.Fatalf("outcome %v signal %d; want cancelled by SIGKILL", res.Outcome, res.Signal)
+			}
+			if took := ended.Sub(cancelled); took < spec.Grace {
+				t.Errorf("ended %v after the cancellation: SIGKILL came before the grace period ended (%v)", took, spec.Grace)
 			}
 		})
 	}

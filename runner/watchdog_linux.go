@@ -88,7 +88,7 @@ func startWatchdog() error {
 		return fmt.Errorf("%w: %v", ErrNoWatchdog, err)
 	}
 	proc, err := os.StartProcess(exe, []string{exe, watchdogArg}, &os.ProcAttr{
-		Env:   []string{},
+		Env:   watchdogEnv,
 		Files: []*os.File{cmdR, statW, devNull},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})

@@ -261,6 +261,11 @@ func (m *Manager) add(e *Entry) {
 	go func() {
 		defer m.ends.Done()
 		<-e.Session.Ended()
+		// A write_stdin call records its input while it holds inMu: wait
+		// for one in progress, so that the input that ended the program
+		// (Ctrl-D, exit) is logged before the end.
+		e.inMu.Lock()
+		e.inMu.Unlock()
 		m.emit(e, "session.ended", func(ev *audit.Event) {
 			r := e.Session.Result()
 			code := exitCode(r.ExitCode, r.Signal)

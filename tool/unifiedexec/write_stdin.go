@@ -324,6 +324,22 @@ func (a *writeAction) Run(ctx context.Context, call *tool.Call) *tool.Result {
 				e.pending = nil
 			}
 		}
+		if err == nil || err == terminal.ErrEnded || err == terminal.ErrInputBlocked {
+			// Recorded before inMu is released: the session's end event
+			// waits for inMu, so input that made the program exit is never
+			// logged after that exit.
+			m.emit(e, "session.input", func(ev *audit.Event) {
+				ev.CallID, ev.Tool, ev.InputBytes, ev.Decision = call.ID, WriteStdinName, n, "allow"
+				switch a.kind {
+				case inputShell:
+					ev.Command, ev.Reason = a.in.Chars, "typed into "+fgName(a.fg)+"; lines checked as shell commands"
+				case inputProgram:
+					ev.Command, ev.Reason = a.in.Chars, "typed into "+fgName(a.fg)+" (not a shell)"
+				case inputHidden:
+					ev.Reason = "typed with the terminal's echo off (a password prompt): only its length is recorded"
+				}
+			})
+		}
 		e.inMu.Unlock()
 		switch err {
 		case nil:
@@ -334,17 +350,6 @@ func (a *writeAction) Run(ctx context.Context, call *tool.Call) *tool.Result {
 		default:
 			return tool.Errorf(tool.KindExecution, "write_stdin: %v", err)
 		}
-		m.emit(e, "session.input", func(ev *audit.Event) {
-			ev.CallID, ev.Tool, ev.InputBytes, ev.Decision = call.ID, WriteStdinName, n, "allow"
-			switch a.kind {
-			case inputShell:
-				ev.Command, ev.Reason = a.in.Chars, "typed into "+fgName(a.fg)+"; lines checked as shell commands"
-			case inputProgram:
-				ev.Command, ev.Reason = a.in.Chars, "typed into "+fgName(a.fg)+" (not a shell)"
-			case inputHidden:
-				ev.Reason = "typed with the terminal's echo off (a password prompt): only its length is recorded"
-			}
-		})
 	}
 	if a.kind != inputEnded {
 		wait(ctx, e, started.Add(a.in.Yield), a.kind == inputPoll)
