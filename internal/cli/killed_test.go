@@ -62,12 +62,16 @@ func TestKilledServerLeavesNothing(t *testing.T) {
 				t.Fatal("the command never started")
 			}
 			// Four sleeps (bash executes the last one in its own place), once the
-			// forks have run.
-			for time.Now().Before(deadline) && len(proctest.Survivors(token)) < 4 {
+			// forks have run. A scan can miss a process in the middle of its
+			// exec (its environment is briefly unreadable), so the most seen
+			// by any scan counts.
+			most := 0
+			for time.Now().Before(deadline) && most < 4 {
+				most = max(most, len(proctest.Survivors(token)))
 				time.Sleep(10 * time.Millisecond)
 			}
-			if n := len(proctest.Survivors(token)); n < 4 {
-				t.Errorf("%d processes carry the token before the kill, want 4", n)
+			if most < 4 {
+				t.Errorf("at most %d processes carried the token before the kill, want 4", most)
 			}
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
