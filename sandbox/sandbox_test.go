@@ -64,6 +64,11 @@ func helperNet(args []string) int {
 		}
 	case "dns":
 		_, err = net.DefaultResolver.LookupHost(context.Background(), args[1])
+	case "unix":
+		fd, e := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err = e; err == nil {
+			syscall.Close(fd)
+		}
 	case "mptcp":
 		fd, e := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 262)
 		if err = e; err == nil {
