@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentexec/agentexec/capture"
+	"github.com/agentexec/agentexec/egress"
 	"github.com/agentexec/agentexec/internal/proctest"
 	"github.com/agentexec/agentexec/runner"
 	"go.uber.org/goleak"
@@ -546,8 +547,20 @@ func benchTrue(b *testing.B) {
 	} else {
 		b.Logf("cannot build %s, measuring self re-exec: %v\n%s", HelperName, err, out)
 	}
-	for _, name := range []string{"workspace-write", "strict"} {
-		s, _ := Profile(name, ProfileOptions{Workspace: ws})
+	// "allowlist" is workspace-write with network = "allowlist": the
+	// egress listener's steps, and the host taking and serving it.
+	proxy, err := egress.New(egress.Config{Allow: []string{"example.test"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer proxy.Close()
+	for _, name := range []string{"workspace-write", "strict", "allowlist"} {
+		o := ProfileOptions{Workspace: ws}
+		profile := name
+		if name == "allowlist" {
+			profile, o.Network, o.Egress = "workspace-write", "allowlist", proxy
+		}
+		s, _ := Profile(profile, o)
 		for _, launcher := range []string{LauncherRaw, LauncherTrampoline} {
 			w, err := s.Wrapper(Options{Executable: trampoline, Launcher: launcher})
 			if err != nil {
