@@ -120,7 +120,7 @@ func TestEgressAllowlist(t *testing.T) {
 			t.Errorf("no refusal note: %q", got)
 		}
 		// Around the proxy: direct TCP to the host's listener, UDP, DNS.
-		ops := [][]string{{"connect", "127.0.0.1:" + p}, {"connect", "127.0.0.1:" + strconv.Itoa(other)}, {"udp"}, {"dns", "example.com"}}
+		ops := [][]string{{"connect", "127.0.0.1:" + p}, {"connect", "127.0.0.1:" + strconv.Itoa(other)}, {"udp"}, {"dns", "example.com"}, {"unix"}, {"mptcp"}}
 		if forceFallback {
 			// Without a namespace of its own, the command may not serve
 			// either (it would be on the host's loopback).

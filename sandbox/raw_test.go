@@ -3,7 +3,9 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -11,13 +13,16 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/agentexec/agentexec/capture"
+	"github.com/agentexec/agentexec/egress"
 	"github.com/agentexec/agentexec/internal/proctest"
 	"github.com/agentexec/agentexec/runner"
 	"golang.org/x/sys/unix"
@@ -319,13 +324,13 @@ func TestLaunchers(t *testing.T) {
 		t.Skip("already choosing a launcher")
 	}
 	exe, _ := os.Executable()
-	cmd := exec.Command(exe, "-test.run", "^(TestIsolation|TestSetupFailure|TestEscape.*)$", "-test.count=1", "-test.short", "-test.v")
+	cmd := exec.Command(exe, "-test.run", "^(TestIsolation|TestSetupFailure|TestEscape.*|TestEgress.*)$", "-test.count=1", "-test.short", "-test.v")
 	cmd.Env = append(os.Environ(), LauncherEnv+"="+LauncherTrampoline)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("with the trampoline: %v\n%s", err, out)
 	}
-	for _, want := range []string{"--- PASS: TestEscapes ", "--- PASS: TestEscapeFiles ", "--- PASS: TestEscapesFallback ", "--- PASS: TestIsolation "} {
+	for _, want := range []string{"--- PASS: TestEscapes ", "--- PASS: TestEscapeFiles ", "--- PASS: TestEscapesFallback ", "--- PASS: TestIsolation ", "--- PASS: TestEgressAllowlist ", "--- PASS: TestEgressPrivateAddress "} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("with the trampoline, %q is missing:\n%s", want, out)
 		}
@@ -338,6 +343,7 @@ func TestLaunchers(t *testing.T) {
 func TestRawEgressListener(t *testing.T) {
 	needRaw(t)
 	ws, s := boxed(t, "no-network")
+	s.NoNetwork, s.Allowlist = false, true // the listener is an allowlist's
 	plan, err := planNamespaces(&s)
 	if err != nil {
 		t.Fatal(err)
@@ -399,6 +405,139 @@ func TestRawEgressListener(t *testing.T) {
 	}
 	if res.ExitCode != 0 {
 		t.Errorf("%s: %s", res.Describe(), out(res))
+	}
+}
+
+// TestRawAllowlistParity: the in-process launcher's compiled program
+// confines a network = "allowlist" spec as the trampoline does behind the
+// namespace wall: a network namespace, loopback up, the listener sent
+// only for Allowlist with a port, the network-off seccomp filter, and a
+// Landlock ruleset that leaves TCP to the namespace but still scopes
+// abstract sockets and signals (also without Filesystem).
+func TestRawAllowlistParity(t *testing.T) {
+	abi := llABI()
+	if abi < llNeededABI {
+		t.Skipf("Landlock ABI %d", abi)
+	}
+	_, ws := boxed(t, "workspace-write")
+	for _, c := range []struct {
+		name                  string
+		spec                  Spec
+		port                  int
+		netns, listen, netoff bool
+		handledNet            bool
+	}{
+		{"network on", ws, 0, false, false, false, false},
+		{"no network", withNet(ws, true, false), 0, true, false, true, true},
+		{"allowlist", withNet(ws, false, true), DefaultEgressPort, true, true, true, false},
+		{"allowlist without a proxy", withNet(ws, false, true), 0, true, false, true, false},
+		{"no network with a port", withNet(ws, true, false), DefaultEgressPort, true, false, true, true},
+		{"allowlist, no filesystem", Spec{Isolate: true, Allowlist: true}, DefaultEgressPort, true, true, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.spec
+			if got := nsCloneFlags(s.netOff())&unix.CLONE_NEWNET != 0; got != c.netns {
+				t.Errorf("network namespace %v, want %v", got, c.netns)
+			}
+			plan, err := planNamespaces(&s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := compileStatic(&s, plan, c.port)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := st.prog
+			at := func(off uintptr, n int) []byte { return p.data[off-p.base : off-p.base+uintptr(n)] }
+			var loopback, sent bool
+			var ruleset []byte
+			var filt []byte
+			for i, o := range p.ops {
+				switch o.nr {
+				case unix.SYS_IOCTL:
+					loopback = loopback || o.args[1] == unix.SIOCSIFFLAGS
+				case unix.SYS_SENDMSG:
+					sent = true
+					if p.descs[i].step != StepEgress {
+						t.Errorf("the listener is sent in step %q", p.descs[i].step)
+					}
+				case unix.SYS_LANDLOCK_CREATE_RULESET:
+					ruleset = at(o.args[0], 24)
+				case unix.SYS_SECCOMP:
+					fprog := at(o.args[2], 16)
+					n := int(binary.LittleEndian.Uint16(fprog))
+					filt = at(uintptr(binary.LittleEndian.Uint64(fprog[8:])), n*8)
+				}
+			}
+			if loopback != c.netns || sent != c.listen {
+				t.Errorf("loopback up %v, listener sent %v; want %v, %v", loopback, sent, c.netns, c.listen)
+			}
+			want, err := filter(c.netoff)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wb := unsafe.Slice((*byte)(unsafe.Pointer(&want[0])), len(want)*8); !bytes.Equal(filt, wb) {
+				t.Errorf("the seccomp filter is not the trampoline's filter(%v)", c.netoff)
+			}
+			if ruleset == nil {
+				t.Fatal("no Landlock ruleset")
+			}
+			handledNet := binary.LittleEndian.Uint64(ruleset[8:])
+			scoped := binary.LittleEndian.Uint64(ruleset[16:])
+			if (handledNet != 0) != c.handledNet || scoped != llScopedAll {
+				t.Errorf("Landlock handles TCP %#x, scopes %#x; want TCP %v, scopes %#x", handledNet, scoped, c.handledNet, llScopedAll)
+			}
+		})
+	}
+}
+
+func withNet(s Spec, off, allowlist bool) Spec {
+	s.NoNetwork, s.Allowlist = off, allowlist
+	return s
+}
+
+// TestRawAllowlistRun: the Wrapper of an allowlist spec, asked for the
+// in-process launcher, uses it (no fallback to the trampoline), and its
+// command reaches the proxy and nothing else.
+func TestRawAllowlistRun(t *testing.T) {
+	needRaw(t)
+	_, s, _ := egressSpec(t, egress.Config{Allow: []string{"allowed.test"}}, testNames{})
+	ws := t.TempDir()
+	os.Chmod(ws, 0o777)
+	s.ReadWrite = append(s.ReadWrite, ws)
+	w, err := s.Wrapper(Options{Launcher: LauncherRaw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := w("/bin/true", []string{"true"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probe.Start == nil || len(probe.Files) != 2 {
+		t.Errorf("not the in-process launcher with the egress link: start %v, %d files", probe.Start != nil, len(probe.Files))
+	}
+	for _, f := range probe.Files {
+		f.Close()
+	}
+	probe.Done()
+	for _, c := range []struct {
+		op   []string
+		want string
+	}{
+		{[]string{"connect", "127.0.0.1:" + strconv.Itoa(DefaultEgressPort)}, "ok"},
+		{[]string{"udp"}, "error"},
+		{[]string{"unix"}, "error"},
+	} {
+		argv, helper := proctest.HelperArgv(t, "net", c.op...)
+		res, err := runner.Run(context.Background(), runner.Spec{
+			Argv: argv, Env: append(runner.SafeEnv(), helper), Dir: ws, Timeout: 20 * time.Second, Combined: capture.Limit{Max: 4096}, Wrap: w,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out(res); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%v: %q, want %s", c.op, got, c.want)
+		}
 	}
 }
 

@@ -144,7 +144,7 @@ func (r *rawRun) start(dir string, files []uintptr, sys *syscall.SysProcAttr) (i
 		nsfd := uintptr(len(files) - 1)
 		p.op(StepIDs, "enter the user namespace", unix.SYS_SETNS, num(nsfd), num(unix.CLONE_NEWUSER))
 		p.op(StepStart, "", unix.SYS_CLOSE, num(nsfd)).flags = opIgnore
-		p.op(StepStart, "create the namespaces", unix.SYS_UNSHARE, num(nsCloneFlags(r.spec.NoNetwork)&^unix.CLONE_NEWUSER))
+		p.op(StepStart, "create the namespaces", unix.SYS_UNSHARE, num(nsCloneFlags(r.spec.netOff())&^unix.CLONE_NEWUSER))
 		nrelay = len(p.ops)
 		// The init's own, its parent being the relay.
 		p.op(StepStart, "set the parent death signal", unix.SYS_PRCTL, num(unix.PR_SET_PDEATHSIG), num(uintptr(unix.SIGKILL)), num(0), num(0), num(0))
@@ -224,7 +224,7 @@ func (r *rawRun) start(dir string, files []uintptr, sys *syscall.SysProcAttr) (i
 	a.initPC, a.cmdPC = funcPC(&rawInitFn), funcPC(&rawCmdFn)
 	// Root's init is cloned into its namespaces; a user's relay creates
 	// them (after entering the user namespace) and clones the init.
-	flags := nsCloneFlags(r.spec.NoNetwork) &^ syscall.CLONE_NEWUSER
+	flags := nsCloneFlags(r.spec.netOff()) &^ syscall.CLONE_NEWUSER
 	role, stack := uintptr(roleInit), stacks+rawStackSize
 	if user {
 		flags, role, stack = 0, roleRelay, stacks

@@ -230,9 +230,10 @@ var rawHeader = (unsafe.Sizeof(rawArena{}) + 15) &^ 15
 // compileStatic compiles what buildRoot, loopbackUp, dropCaps,
 // landlockApply and installSeccomp do in the trampoline.
 //
-// egressPort > 0 (a network = "allowlist" profile: issue #14) also
-// makes the init listen on 127.0.0.1:egressPort in the run's network
-// namespace and send the listener to the host on descriptor rawEgressFD
+// A network = "allowlist" spec closes the network as NoNetwork does
+// (s.netOff: network namespace, loopback, seccomp); with egressPort > 0
+// the init also listens on 127.0.0.1:egressPort in the run's network
+// namespace and sends the listener to the host on descriptor rawEgressFD
 // (wrapRaw's egress), as the trampoline's sendEgressListener does.
 func compileStatic(s *Spec, plan *nsPlan, egressPort int) (*rawStatic, error) {
 	p := newRawProg(rawHeader)
@@ -309,8 +310,8 @@ func compileStatic(s *Spec, plan *nsPlan, egressPort int) (*rawStatic, error) {
 	p.op(StepMounts, "pivot_root to the new root", unix.SYS_PIVOT_ROOT, p.str("."), p.str("."))
 	p.op(StepMounts, "detach the host's root", unix.SYS_UMOUNT2, p.str("."), num(unix.MNT_DETACH))
 	p.op(StepMounts, "chdir /", unix.SYS_CHDIR, p.str("/"))
-	// loopbackUp.
-	if s.NoNetwork {
+	// loopbackUp, and sendEgressListener.
+	if s.netOff() {
 		p.op(StepNetwork, "", unix.SYS_SOCKET, num(unix.AF_INET), num(unix.SOCK_DGRAM|unix.SOCK_CLOEXEC), num(0)).save = regSock
 		ifr := make([]byte, 40)
 		copy(ifr, "lo")
@@ -319,7 +320,7 @@ func compileStatic(s *Spec, plan *nsPlan, egressPort int) (*rawStatic, error) {
 		o.in, o.inArg = regSock, 0
 		o = p.op(StepNetwork, "", unix.SYS_CLOSE, num(0))
 		o.in, o.inArg, o.flags = regSock, 0, opIgnore
-		if egressPort > 0 {
+		if s.Allowlist && egressPort > 0 {
 			p.egress(egressPort)
 		}
 	}
@@ -336,11 +337,11 @@ func compileStatic(s *Spec, plan *nsPlan, egressPort int) (*rawStatic, error) {
 	binary.LittleEndian.PutUint32(hdr, unix.LINUX_CAPABILITY_VERSION_3)
 	p.op(StepCaps, "capset", unix.SYS_CAPSET, p.blob(hdr), p.blob(make([]byte, 24)))
 	p.op(StepNoNewPrv, "", unix.SYS_PRCTL, num(unix.PR_SET_NO_NEW_PRIVS), num(1), num(0), num(0), num(0))
-	if err := p.landlock(s, plan.rules); err != nil {
+	if err := p.landlock(s, plan.rules, egressPort); err != nil {
 		return nil, err
 	}
-	if s.NoNetwork || s.Isolate {
-		prog, err := filter(s.NoNetwork)
+	if s.netOff() || s.Isolate {
+		prog, err := filter(s.netOff())
 		if err != nil {
 			return nil, err
 		}
@@ -364,7 +365,7 @@ const rawEgressFD = rawStatusFD + 1
 // listen, sendmsg of the listener with SCM_RIGHTS on rawEgressFD, and
 // close of both.
 func (p *rawProg) egress(port int) {
-	const step = StepNetwork
+	const step = StepEgress
 	where := fmt.Sprintf("listen on 127.0.0.1:%d", port)
 	p.op(step, "socket", unix.SYS_SOCKET, num(unix.AF_INET), num(unix.SOCK_STREAM|unix.SOCK_CLOEXEC), num(0)).save = regSock
 	sa := make([]byte, 16) // struct sockaddr_in
@@ -405,9 +406,11 @@ func (p *rawProg) egress(port int) {
 	p.op(step, "", unix.SYS_CLOSE, num(rawEgressFD)).flags = opIgnore
 }
 
-// landlock compiles landlockApply: the same decisions, taken now.
-func (p *rawProg) landlock(s *Spec, paths []PathRule) error {
-	if !s.Filesystem && !s.NoNetwork {
+// landlock compiles landlockApply inside a namespace (ns): the same
+// decisions, taken now. Under Allowlist TCP is left to the run's network
+// namespace, as there.
+func (p *rawProg) landlock(s *Spec, paths []PathRule, egressPort int) error {
+	if !s.Filesystem && !s.netOff() {
 		return nil
 	}
 	abi := llABI()
@@ -459,6 +462,13 @@ func (p *rawProg) landlock(s *Spec, paths []PathRule) error {
 			o = p.op(StepLandlock, "", unix.SYS_CLOSE, num(0))
 			o.in, o.inArg, o.flags = regPath, 0, opIgnore
 		}
+	}
+	if s.Allowlist && egressPort > 0 && attr.handledNet != 0 {
+		pb := make([]byte, 16) // struct landlock_net_port_attr
+		binary.LittleEndian.PutUint64(pb, llNetConnectTCP)
+		binary.LittleEndian.PutUint64(pb[8:], uint64(egressPort))
+		o := p.op(StepLandlock, fmt.Sprintf("landlock_add_rule for TCP port %d", egressPort), unix.SYS_LANDLOCK_ADD_RULE, num(0), num(llRuleNetPort), p.blob(pb), num(0))
+		o.in, o.inArg = regRuleset, 0
 	}
 	o := p.op(StepLandlock, "landlock_restrict_self", unix.SYS_LANDLOCK_RESTRICT_SELF, num(0), num(0))
 	o.in, o.inArg = regRuleset, 0

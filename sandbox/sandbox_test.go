@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentexec/agentexec/capture"
+	"github.com/agentexec/agentexec/egress"
 	"github.com/agentexec/agentexec/internal/proctest"
 	"github.com/agentexec/agentexec/runner"
 	"go.uber.org/goleak"
@@ -64,6 +65,11 @@ func helperNet(args []string) int {
 		}
 	case "dns":
 		_, err = net.DefaultResolver.LookupHost(context.Background(), args[1])
+	case "unix":
+		fd, e := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err = e; err == nil {
+			syscall.Close(fd)
+		}
 	case "mptcp":
 		fd, e := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 262)
 		if err = e; err == nil {
@@ -426,7 +432,7 @@ func TestAsUnprivileged(t *testing.T) {
 	tmp := filepath.Join(dir, "tmp")
 	os.Mkdir(tmp, 0o777)
 	os.Chmod(tmp, 0o1777)
-	cmd := exec.Command(bin, "-test.run", "^(TestFilesystem|TestNetwork|TestLimits|TestProcesses|TestIsolation|TestSetupFailure|TestEscape.*|TestEgress.*|TestRaw(SetupFailures|InitDies|Descriptors|EgressListener)|TestLaunchers)$", "-test.v", "-test.short", "-test.count=1")
+	cmd := exec.Command(bin, "-test.run", "^(TestFilesystem|TestNetwork|TestLimits|TestProcesses|TestIsolation|TestSetupFailure|TestEscape.*|TestEgress.*|TestRaw(SetupFailures|InitDies|Descriptors|EgressListener|AllowlistParity|AllowlistRun)|TestLaunchers)$", "-test.v", "-test.short", "-test.count=1")
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + tmp, "HOME=" + tmp, "AGENTEXEC_TEST_NOBODY=1", "GORACE=atexit_sleep_ms=0"}
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -541,8 +547,20 @@ func benchTrue(b *testing.B) {
 	} else {
 		b.Logf("cannot build %s, measuring self re-exec: %v\n%s", HelperName, err, out)
 	}
-	for _, name := range []string{"workspace-write", "strict"} {
-		s, _ := Profile(name, ProfileOptions{Workspace: ws})
+	// "allowlist" is workspace-write with network = "allowlist": the
+	// egress listener's steps, and the host taking and serving it.
+	proxy, err := egress.New(egress.Config{Allow: []string{"example.test"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer proxy.Close()
+	for _, name := range []string{"workspace-write", "strict", "allowlist"} {
+		o := ProfileOptions{Workspace: ws}
+		profile := name
+		if name == "allowlist" {
+			profile, o.Network, o.Egress = "workspace-write", "allowlist", proxy
+		}
+		s, _ := Profile(profile, o)
 		for _, launcher := range []string{LauncherRaw, LauncherTrampoline} {
 			w, err := s.Wrapper(Options{Executable: trampoline, Launcher: launcher})
 			if err != nil {

@@ -48,22 +48,33 @@ func (s *Spec) Wrapper(o Options) (func(path string, argv, env []string) (*runne
 		if err != nil {
 			return nil, err
 		}
-		// Allowlist runs go through the trampoline until the in-process
-		// launcher does the egress step (see below).
-		if raw && !spec.Allowlist {
-			// TODO(#14, on merge): for network = "allowlist" specs, pass
-			// DefaultEgressPort here and the egress link's child end to
-			// wrapRaw below (compileStatic's egress operations do what
-			// sendEgressListener does), allow the port in the Landlock
-			// rules, and use spec.netOff() where NoNetwork is tested.
-			st, err := compileStatic(&spec, plan, 0)
+		if raw {
+			egressPort := 0
+			if spec.Allowlist && spec.Egress != nil {
+				egressPort = DefaultEgressPort
+			}
+			st, err := compileStatic(&spec, plan, egressPort)
 			if err == nil && userNamespace() {
 				st.userFD, err = sharedUserNS(exe)
 			}
 			switch {
 			case err == nil:
 				return func(path string, argv, env []string) (*runner.Wrapped, error) {
-					return wrapRaw(st, spec, plan, nil, path, argv, env)
+					eg, env, err := egressFor(&spec, env)
+					if err != nil {
+						return nil, err
+					}
+					var child *os.File
+					if eg != nil {
+						child = eg.child
+					}
+					w, err := wrapRaw(st, spec, plan, child, path, argv, env)
+					if err != nil {
+						eg.close()
+						return nil, err
+					}
+					eg.attach(w)
+					return w, nil
 				}, nil
 			case launcherChoice(o.Launcher) == LauncherRaw:
 				return nil, err
@@ -162,44 +173,78 @@ func withEnv(env, set []string) []string {
 func wrapNS(exe string, s Spec, plan *nsPlan, path string, argv, env []string) (*runner.Wrapped, error) {
 	l := launch{Path: path, Argv: argv, Env: withEnv(env, plan.env), Spec: s, Rules: plan.rules, NS: true, Mounts: plan.mounts, UserNS: userNamespace(), UID: os.Getuid(), GID: os.Getgid()}
 	l.Spec.ReadOnly, l.Spec.ReadWrite, l.Spec.Hidden, l.Spec.Home = nil, nil, nil, nil
-	var eg *egressLink
-	if s.Allowlist && s.Egress != nil {
-		var err error
-		if eg, err = newEgressLink(s.Egress); err != nil {
-			return nil, err
-		}
-		l.EgressPort = DefaultEgressPort
-		l.Env = withEnv(l.Env, ProxyEnv(l.EgressPort))
+	eg, env, err := egressFor(&s, l.Env)
+	if err != nil {
+		return nil, err
 	}
+	if eg != nil {
+		l.EgressPort = DefaultEgressPort
+	}
+	l.Env = env
 	w, err := start(exe, &l, nil)
 	if err != nil {
 		eg.close()
 		return nil, err
 	}
 	w.Attr = nsAttr(s.netOff())
-	w.Finish = func(res *runner.Result, tail []byte) string {
-		note := noteDenied(&s, plan, res, tail)
-		if e := egressNote(eg.stop()); e != "" {
-			note = strings.TrimSpace(note + "\n" + e)
-		}
-		return note
-	}
+	w.Finish = func(res *runner.Result, tail []byte) string { return noteDenied(&s, plan, res, tail) }
 	if eg != nil {
-		w.Files = append(w.Files, eg.child)
-		started, done := w.Started, w.Done
-		w.Started = func(pid int) error {
+		w.Files = append(w.Files, eg.child) // egressFD
+		eg.attach(w)
+	}
+	return w, nil
+}
+
+// egressFor returns the egress link of one run of s behind the namespace
+// wall, with env telling the command the proxy at 127.0.0.1:
+// DefaultEgressPort; or nil and env unchanged when s has no way out
+// (not Allowlist, or no proxy). Both launchers use it.
+func egressFor(s *Spec, env []string) (*egressLink, []string, error) {
+	if !s.Allowlist || s.Egress == nil {
+		return nil, env, nil
+	}
+	eg, err := newEgressLink(s.Egress)
+	if err != nil {
+		return nil, nil, err
+	}
+	return eg, withEnv(env, ProxyEnv(DefaultEgressPort)), nil
+}
+
+// attach makes w's run serve the egress: once w's own Started saw the
+// program start, the listener the sandbox's init sent on the link's
+// child end (which the caller put among w.Files) is taken and served;
+// Finish adds what the proxy refused to w's note; Done stops serving and
+// closes the link. Both launchers use it.
+func (e *egressLink) attach(w *runner.Wrapped) {
+	if e == nil {
+		return
+	}
+	started, done, finish := w.Started, w.Done, w.Finish
+	w.Started = func(pid int) error {
+		if started != nil {
 			if err := started(pid); err != nil {
 				return err
 			}
-			return eg.receive()
 		}
-		w.Done = func() {
-			eg.stop()
-			eg.close()
+		return e.receive()
+	}
+	w.Finish = func(res *runner.Result, tail []byte) string {
+		var note string
+		if finish != nil {
+			note = finish(res, tail)
+		}
+		if n := egressNote(e.stop()); n != "" {
+			note = strings.TrimSpace(note + "\n" + n)
+		}
+		return note
+	}
+	w.Done = func() {
+		e.stop()
+		e.close()
+		if done != nil {
 			done()
 		}
 	}
-	return w, nil
 }
 
 // egressLink is the host's end of an Allowlist run's way out: a Unix
