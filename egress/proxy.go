@@ -49,6 +49,11 @@ const (
 	// AllowSession lets every later connection to the host and port
 	// through, for the life of the proxy.
 	AllowSession
+	// AllowRemembered lets this one connection through because the asker
+	// holds an earlier "allow for the session" of the person it would ask
+	// (an asker serving several people keeps such approvals per person);
+	// the proxy remembers nothing, and audits it as a session approval.
+	AllowRemembered
 )
 
 // Question asks whether a host no rule names may be reached.
@@ -426,7 +431,7 @@ func (p *Proxy) admit(ctx context.Context, host string, port int) (addrs []netip
 			return nil, "ask: failed", &refusal{403, 0x02, "ask: failed", fmt.Sprintf("%s%s is not on the sandbox's network allowlist, and asking failed: %v", prefix, hp, err)}
 		case ans == Decline:
 			return nil, "ask: declined", &refusal{403, 0x02, "ask: declined", fmt.Sprintf("%sthe user declined network access to %s; do not retry it, ask the user how to proceed", prefix, hp)}
-		case ans == AllowSession:
+		case ans == AllowSession || ans == AllowRemembered:
 			rule = "ask: session"
 		default:
 			rule = "ask: once"

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 
 	"github.com/agentexec/agentexec/egress"
@@ -18,6 +20,41 @@ type liveCalls struct {
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]int
 	canAsk   map[*mcp.ServerSession]bool
+	// allowed holds each client session's "allow for the rest of the
+	// session" answers (host:port), so that one client's approval never
+	// lets another client's commands through; forgotten with the session.
+	allowed map[*mcp.ServerSession]map[string]bool
+}
+
+// remembered says whether ss's user allowed key for the session.
+func (l *liveCalls) remembered(ss *mcp.ServerSession, key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.allowed[ss][key]
+}
+
+// remember records ss's "allow for the session" of key, while ss has
+// calls running (a session that ended is not kept alive by it).
+func (l *liveCalls) remember(ss *mcp.ServerSession, key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sessions[ss] == 0 {
+		return
+	}
+	if l.allowed == nil {
+		l.allowed = map[*mcp.ServerSession]map[string]bool{}
+	}
+	if l.allowed[ss] == nil {
+		l.allowed[ss] = map[string]bool{}
+	}
+	l.allowed[ss][key] = true
+}
+
+// forget drops what ss's user allowed (its session ended).
+func (l *liveCalls) forget(ss *mcp.ServerSession) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.allowed, ss)
 }
 
 // enter records a running call of ss; the returned func ends it.
@@ -69,6 +106,10 @@ func (s *Server) askNetwork(ctx context.Context, q egress.Question) (egress.Answ
 	case !canAsk:
 		return egress.Decline, errors.New("this MCP client cannot ask the user (it does not support elicitation); allow the host in [sandbox.network] allow instead")
 	}
+	key := net.JoinHostPort(q.Host, strconv.Itoa(q.Port))
+	if s.live.remembered(ss, key) {
+		return egress.AllowRemembered, nil
+	}
 	res, err := ss.Elicit(ctx, &mcp.ElicitParams{
 		Mode: "form",
 		Message: fmt.Sprintf("A sandboxed command wants to connect to %s port %d, which is not on the sandbox's network allowlist. Allow it?\n\n"+
@@ -82,7 +123,10 @@ func (s *Server) askNetwork(ctx context.Context, q egress.Question) (egress.Answ
 		return egress.Decline, nil
 	}
 	if always, _ := res.Content["always"].(bool); always {
-		return egress.AllowSession, nil
+		// Kept for this client only: the proxy serves every client, and
+		// its own session memory would let the others through.
+		s.live.remember(ss, key)
+		return egress.AllowRemembered, nil
 	}
 	return egress.AllowOnce, nil
 }

@@ -58,7 +58,7 @@ func TestNetworkAsk(t *testing.T) {
 	s := New(h, Options{})
 	defer s.Shutdown(context.Background())
 	var mu sync.Mutex
-	answer, asked := "decline", []string{}
+	answer, asked, always := "decline", []string{}, false
 	// A client of the last revision with server requests during a call
 	// (2025-11-25); under 2026-07-28 a request cannot be held for an
 	// answer, and the refusal says so (below).
@@ -74,6 +74,9 @@ func TestNetworkAsk(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked = append(asked, r.Params.Message)
+		if always && answer == "accept" {
+			return &mcp.ElicitResult{Action: answer, Content: map[string]any{"always": true}}, nil
+		}
 		return &mcp.ElicitResult{Action: answer}, nil
 	}}).Connect(context.Background(), ct, legacy)
 	if err != nil {
@@ -98,7 +101,24 @@ func TestNetworkAsk(t *testing.T) {
 	if got := call(); !strings.Contains(got, "hello through the proxy") {
 		t.Errorf("accepted: %q", got)
 	}
-	// The client of 2026-07-28 cannot be asked mid-call: refused, saying so.
+	// "For the rest of the session": the next call is not asked, and the
+	// approval stays with this client (the client below is not let through).
+	mu.Lock()
+	always, before := true, len(asked)
+	mu.Unlock()
+	if got := call(); !strings.Contains(got, "hello through the proxy") {
+		t.Errorf("accepted for the session: %q", got)
+	}
+	if got := call(); !strings.Contains(got, "hello through the proxy") {
+		t.Errorf("after the session's approval: %q", got)
+	}
+	mu.Lock()
+	if n := len(asked) - before; n != 1 {
+		t.Errorf("asked %d times for two calls after allowing for the session, want 1", n)
+	}
+	mu.Unlock()
+	// The client of 2026-07-28 cannot be asked mid-call: refused, saying so
+	// (and not let through by the first client's approval for its session).
 	cs2 := connect(t, s, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "accept"}, nil
 	}})
@@ -108,7 +128,7 @@ func TestNetworkAsk(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(asked) != 2 || !strings.Contains(asked[0], "127.0.0.1 port") {
+	if len(asked) != 3 || !strings.Contains(asked[0], "127.0.0.1 port") {
 		t.Errorf("questions: %q", asked)
 	}
 }

@@ -214,6 +214,7 @@ func (s *Server) sessionOf(ss *mcp.ServerSession) *session {
 		ss.Wait()
 		se.cancel()
 		s.h.EndConversation(se.id) // its interactive sessions end with it
+		s.live.forget(ss)          // and its network approvals
 		s.mu.Lock()
 		delete(s.sessions, ss)
 		s.mu.Unlock()
