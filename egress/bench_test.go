@@ -55,6 +55,23 @@ func sink(b *testing.B, size int64) string {
 	return ln.Addr().String()
 }
 
+// benchProxy serves a proxy that allows 127.0.0.1 on a loopback port,
+// closed when b ends, and returns its address.
+func benchProxy(b *testing.B) string {
+	b.Helper()
+	p, err := New(Config{Allow: []string{"127.0.0.1"}, AllowPrivate: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go p.Serve(ln)
+	b.Cleanup(func() { p.Close() })
+	return ln.Addr().String()
+}
+
 // dialVia opens a connection to target directly ("direct"), through an
 // HTTP CONNECT ("connect") or through SOCKS5 ("socks5").
 func dialVia(b *testing.B, how, proxy, target string) net.Conn {
@@ -102,19 +119,13 @@ func BenchmarkThroughput(b *testing.B) {
 		size = 64 << 20
 	}
 	target := sink(b, size)
-	p, err := New(Config{Allow: []string{"127.0.0.1"}, AllowPrivate: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	go p.Serve(ln)
-	defer p.Close()
+	proxy := benchProxy(b)
 	buf := make([]byte, 64<<10)
 	for _, how := range []string{"direct", "connect", "socks5"} {
 		b.Run(how, func(b *testing.B) {
 			b.SetBytes(size)
 			for b.Loop() {
-				c := dialVia(b, how, ln.Addr().String(), target)
+				c := dialVia(b, how, proxy, target)
 				c.Write([]byte{'d'})
 				var got int64
 				for {
@@ -138,18 +149,12 @@ func BenchmarkThroughput(b *testing.B) {
 // proxy's set-up cost (accept, parse, rule check, dial, reply).
 func BenchmarkSetup(b *testing.B) {
 	target := sink(b, 0)
-	p, err := New(Config{Allow: []string{"127.0.0.1"}, AllowPrivate: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	go p.Serve(ln)
-	defer p.Close()
+	proxy := benchProxy(b)
 	for _, how := range []string{"direct", "connect", "socks5"} {
 		b.Run(how, func(b *testing.B) {
 			var one [1]byte
 			for b.Loop() {
-				c := dialVia(b, how, ln.Addr().String(), target)
+				c := dialVia(b, how, proxy, target)
 				c.Write([]byte{'e'})
 				if _, err := io.ReadFull(c, one[:]); err != nil {
 					b.Fatal(err)
@@ -170,17 +175,11 @@ func BenchmarkThroughputPaired(b *testing.B) {
 		size = 64 << 20
 	}
 	target := sink(b, size)
-	p, err := New(Config{Allow: []string{"127.0.0.1"}, AllowPrivate: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	go p.Serve(ln)
-	defer p.Close()
+	proxy := benchProxy(b)
 	buf := make([]byte, 64<<10)
 	transfer := func(how string) time.Duration {
 		start := time.Now()
-		c := dialVia(b, how, ln.Addr().String(), target)
+		c := dialVia(b, how, proxy, target)
 		c.Write([]byte{'d'})
 		var got int64
 		for {
@@ -218,17 +217,11 @@ func BenchmarkThroughputPaired(b *testing.B) {
 // time the proxy adds per connection.
 func BenchmarkSetupPaired(b *testing.B) {
 	target := sink(b, 0)
-	p, err := New(Config{Allow: []string{"127.0.0.1"}, AllowPrivate: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	go p.Serve(ln)
-	defer p.Close()
+	proxy := benchProxy(b)
 	var one [1]byte
 	once := func(how string) time.Duration {
 		start := time.Now()
-		c := dialVia(b, how, ln.Addr().String(), target)
+		c := dialVia(b, how, proxy, target)
 		c.Write([]byte{'e'})
 		if _, err := io.ReadFull(c, one[:]); err != nil {
 			b.Fatal(err)

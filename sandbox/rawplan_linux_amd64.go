@@ -439,16 +439,7 @@ func (p *rawProg) landlock(s *Spec, paths []PathRule, egressPort int) error {
 	p.op(StepLandlock, "landlock_create_ruleset", unix.SYS_LANDLOCK_CREATE_RULESET, p.blob(b), num(24), num(0)).save = regRuleset
 	if attr.handledFS != 0 {
 		for _, r := range paths {
-			access := uint64(llRODir)
-			switch {
-			case r.Write && r.File:
-				access = llRWFile
-			case r.Write:
-				access = llRWDir
-			case r.File:
-				access = llROFile
-			}
-			access &= attr.handledFS
+			access := r.access() & attr.handledFS
 			if access == 0 {
 				continue
 			}

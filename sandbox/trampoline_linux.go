@@ -72,6 +72,20 @@ type exitMsg struct {
 	Signal int  `json:"signal,omitempty"`
 }
 
+// access returns the Landlock rights r grants (before masking with what
+// the kernel handles).
+func (r PathRule) access() uint64 {
+	switch {
+	case r.Write && r.File:
+		return llRWFile
+	case r.Write:
+		return llRWDir
+	case r.File:
+		return llROFile
+	}
+	return llRODir
+}
+
 // PathRule is one Landlock path rule.
 type PathRule struct {
 	Path  string `json:"p"`
@@ -355,16 +369,7 @@ func landlockApply(s *Spec, paths []PathRule, egressPort int, ns bool) error {
 	defer unix.Close(fd)
 	if attr.handledFS != 0 {
 		for _, r := range paths {
-			access := uint64(llRODir)
-			switch {
-			case r.Write && r.File:
-				access = llRWFile
-			case r.Write:
-				access = llRWDir
-			case r.File:
-				access = llROFile
-			}
-			if err := addPathRule(fd, r.Path, access&attr.handledFS); err != nil {
+			if err := addPathRule(fd, r.Path, r.access()&attr.handledFS); err != nil {
 				return err
 			}
 		}
