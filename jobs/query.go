@@ -120,6 +120,13 @@ func (m *Manager) read(id string) (*Info, error) {
 	}
 	info.JobDir = dir
 	if info.Running() && !ownerAlive(info) {
+		// The owner may have written its last record and exited between
+		// the read above and this check: the record read after its exit
+		// is the one that counts.
+		if again, err := ReadInfo(dir); err == nil && again.ID == id && !again.Running() {
+			again.JobDir = dir
+			return again, nil
+		}
 		info.State = "lost"
 	}
 	return info, nil
