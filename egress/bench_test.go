@@ -55,6 +55,35 @@ func sink(b *testing.B, size int64) string {
 	return ln.Addr().String()
 }
 
+// benchSize is the size of one benchmark transfer: 1 GiB, 64 MiB with
+// -short.
+func benchSize() int64 {
+	if testing.Short() {
+		return 64 << 20
+	}
+	return 1 << 30
+}
+
+// fetch asks the sink at target for its data (directly or through the
+// proxy, as dialVia does) and reads all of it, failing b unless it is size
+// bytes.
+func fetch(b *testing.B, how, proxy, target string, size int64, buf []byte) {
+	c := dialVia(b, how, proxy, target)
+	defer c.Close()
+	c.Write([]byte{'d'})
+	var got int64
+	for {
+		n, err := c.Read(buf)
+		got += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	if got != size {
+		b.Fatalf("got %d bytes of %d", got, size)
+	}
+}
+
 // benchProxy serves a proxy that allows 127.0.0.1 on a loopback port,
 // closed when b ends, and returns its address.
 func benchProxy(b *testing.B) string {
@@ -114,10 +143,7 @@ func dialVia(b *testing.B, how, proxy, target string) net.Conn {
 // server to a client: direct (the baseline) and through the proxy's
 // CONNECT tunnel and SOCKS5.
 func BenchmarkThroughput(b *testing.B) {
-	size := int64(1 << 30)
-	if testing.Short() {
-		size = 64 << 20
-	}
+	size := benchSize()
 	target := sink(b, size)
 	proxy := benchProxy(b)
 	buf := make([]byte, 64<<10)
@@ -125,20 +151,7 @@ func BenchmarkThroughput(b *testing.B) {
 		b.Run(how, func(b *testing.B) {
 			b.SetBytes(size)
 			for b.Loop() {
-				c := dialVia(b, how, proxy, target)
-				c.Write([]byte{'d'})
-				var got int64
-				for {
-					n, err := c.Read(buf)
-					got += int64(n)
-					if err != nil {
-						break
-					}
-				}
-				c.Close()
-				if got != size {
-					b.Fatalf("got %d bytes of %d", got, size)
-				}
+				fetch(b, how, proxy, target, size, buf)
 			}
 		})
 	}
@@ -170,29 +183,13 @@ func BenchmarkSetup(b *testing.B) {
 // and reports the ratio of their speeds (proxy/direct; 1 is no cost), which
 // holds up on a loaded machine where separate runs drift.
 func BenchmarkThroughputPaired(b *testing.B) {
-	size := int64(1 << 30)
-	if testing.Short() {
-		size = 64 << 20
-	}
+	size := benchSize()
 	target := sink(b, size)
 	proxy := benchProxy(b)
 	buf := make([]byte, 64<<10)
 	transfer := func(how string) time.Duration {
 		start := time.Now()
-		c := dialVia(b, how, proxy, target)
-		c.Write([]byte{'d'})
-		var got int64
-		for {
-			n, err := c.Read(buf)
-			got += int64(n)
-			if err != nil {
-				break
-			}
-		}
-		c.Close()
-		if got != size {
-			b.Fatalf("got %d bytes of %d", got, size)
-		}
+		fetch(b, how, proxy, target, size, buf)
 		return time.Since(start)
 	}
 	var direct, proxied time.Duration

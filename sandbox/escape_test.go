@@ -302,17 +302,7 @@ func TestEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tln.Close()
-	for _, ln := range []net.Listener{uln, aln, tln} {
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
-	}
+	acceptAndClose(uln, aln, tln)
 	host := strconv.Itoa(os.Getpid())
 	for _, profile := range []string{"workspace-write", "no-network"} {
 		t.Run(profile, func(t *testing.T) {
@@ -603,17 +593,7 @@ func TestEscapesFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer aln.Close()
-	for _, ln := range []net.Listener{tln, aln} {
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
-	}
+	acceptAndClose(tln, aln)
 	host := strconv.Itoa(os.Getpid())
 	for _, profile := range []string{"workspace-write", "no-network"} {
 		t.Run(profile, func(t *testing.T) {
@@ -656,4 +636,20 @@ func FuzzNote(f *testing.F) {
 			t.Fatalf("note %q", note)
 		}
 	})
+}
+
+// acceptAndClose accepts and at once closes every connection to each
+// listener, until the listener is closed.
+func acceptAndClose(lns ...net.Listener) {
+	for _, ln := range lns {
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
 }
